@@ -1,0 +1,91 @@
+# memtally: one plain Makefile (see README.md).
+#   make            build build/memtally, build/libmemtally.so, build/libmemtally-trace.a
+#   make demo       install what is missing, build, record the bundled example, show it
+#   make check      install what is missing, build, run every test
+#   make bench      the side-by-side benchmark (bench/README.md)
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
+CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
+B       := build
+
+COMMON_SRC  := $(wildcard src/common/*.c)
+TRACE_SRC   := $(wildcard src/trace/*.c)
+PRELOAD_SRC := $(wildcard src/preload/*.c)
+ANALYZE_SRC := $(wildcard src/analyze/*.c)
+CLI_SRC     := $(wildcard src/cli/*.c)
+
+# The preload library: no sanitizers (they would shadow the allocator), its
+# own symbols hidden except the hooks, libc's allocator found with dlsym.
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o)
+READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(COMMON_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o)
+
+PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -pthread
+READER_LIBS  := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) -lm
+
+all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -MMD -MP -c $< -o $@
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+$(B)/libmemtally.so: $(PRELOAD_OBJ)
+	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ $(PRELOAD_LIBS)
+
+$(B)/libmemtally-trace.a: $(READER_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/memtally: $(CLI_OBJ) $(B)/libmemtally-trace.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libmemtally-trace.a $(CLI_LIBS)
+
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+examples: $(EXAMPLES)
+$(B)/examples/%: examples/%.c $(B)/libmemtally-trace.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(B)/libmemtally-trace.a $(READER_LIBS)
+
+# Test programs are built without optimisation so that the compiler cannot
+# elide the allocations whose counts the tests know.
+TEST_PROGS := $(patsubst tests/programs/%.c,$(B)/tests/programs/%,$(wildcard tests/programs/*.c)) \
+              $(patsubst tests/programs/%.cc,$(B)/tests/programs/%,$(wildcard tests/programs/*.cc))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
+tests: all $(TEST_PROGS) $(UNIT_TESTS)
+$(B)/tests/programs/%: tests/programs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
+$(B)/tests/programs/%: tests/programs/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
+$(B)/tests/unit/%: tests/unit/%.c $(B)/libmemtally-trace.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -o $@ $< $(B)/libmemtally-trace.a $(READER_LIBS)
+
+deps:
+	@sh scripts/install-deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh scripts/demo.sh
+
+check: deps
+	@$(MAKE) --no-print-directory tests
+	@sh tests/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/run.sh
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+.PHONY: all deps demo check bench clean examples tests

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs the Debian packages memtally needs to build, test and benchmark.
+# Idempotent: installs only what is missing, and does nothing when all is there.
+set -e
+pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
+      zstd valgrind sqlite3 python3 heaptrack jq"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "memtally: missing packages:$missing (run as root, or install them)" >&2
+    exit 1
+fi
+echo "memtally: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

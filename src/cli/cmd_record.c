@@ -1,0 +1,267 @@
+/*
+ * cmd_record.c: `memtally record [options] -- PROGRAM ARGS`.
+ *
+ * Runs PROGRAM as a child with libmemtally.so in LD_PRELOAD and the
+ * options in MEMTALLY_* variables (src/preload/lifecycle.c reads them),
+ * waits for it, and exits the way it did: with its exit code, or by the
+ * same signal.  Terminal signals (SIGINT, SIGQUIT) reach the child
+ * directly as it is in our process group; we ignore them meanwhile and
+ * pass on the ones sent to us alone (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static const char usage_text[] =
+    "usage: memtally record [options] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM and records every allocation and free with its stack,\n"
+    "thread and time into PROGRAM.PID.mtly (one trace per process).\n"
+    "\n"
+    "  -o, --output FILE   trace path; %p becomes the pid, %e the program name\n"
+    "  --depth N           frames kept per stack (1-256, default 64)\n"
+    "  --follow-fork       record forked children too, each into its own trace\n"
+    "  --follow-exec       record programs this one execs, each into its own trace\n"
+    "  -q, --quiet         do not print the trace's name at the end\n";
+
+static pid_t child;
+
+static void forward_signal(int sig)
+{
+    if (child > 0)
+        kill(child, sig);
+}
+
+/* The library next to this executable, or where `make install` puts it. */
+static int find_library(char *out, size_t cap)
+{
+    const char *env = getenv("MEMTALLY_LIBRARY");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    static const char *const rel[] = {
+        "libmemtally.so", "../lib/memtally/libmemtally.so", "../lib/libmemtally.so",
+    };
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+        snprintf(out, cap, "%s/%s", exe, rel[i]);
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* Expands %p and %e of pattern for the process pid running program. */
+static void expand(char *out, size_t cap, const char *pattern, pid_t pid,
+                   const char *program)
+{
+    const char *base = strrchr(program, '/');
+    base = base ? base + 1 : program;
+    size_t o = 0;
+    for (const char *s = pattern; *s && o + 1 < cap; s++) {
+        int n = 0;
+        if (s[0] == '%' && s[1] == 'p')
+            n = snprintf(out + o, cap - o, "%d", (int)pid), s++;
+        else if (s[0] == '%' && s[1] == 'e')
+            n = snprintf(out + o, cap - o, "%s", base), s++;
+        else
+            out[o++] = *s;
+        if (n > 0)
+            o += (size_t)n < cap - o ? (size_t)n : cap - o - 1;
+    }
+    out[o] = '\0';
+}
+
+static int parse_uint(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || !*s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    const char *output = NULL;
+    long depth = 64;
+    int follow_fork = 0, follow_exec = 0, quiet = 0;
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (++i >= argc) {
+                cli_error("record: %s needs a file name", a);
+                return 2;
+            }
+            output = argv[i];
+        } else if (!strncmp(a, "--output=", 9)) {
+            output = a + 9;
+        } else if (!strcmp(a, "--depth") || !strncmp(a, "--depth=", 8)) {
+            const char *v = a[7] == '=' ? a + 8 : (++i < argc ? argv[i] : NULL);
+            if (!v || parse_uint(v, 1, 256, &depth) < 0) {
+                cli_error("record: --depth takes a number from 1 to 256");
+                return 2;
+            }
+        } else if (!strcmp(a, "--follow-fork")) {
+            follow_fork = 1;
+        } else if (!strcmp(a, "--follow-exec")) {
+            follow_exec = 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else {
+            cli_error("record: unknown option '%s' (see memtally record --help)", a);
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        cli_error("record: no program to run (memtally record -- PROGRAM ARGS)");
+        return 2;
+    }
+    if (output && !*output) {
+        cli_error("record: empty output file name");
+        return 2;
+    }
+    char **prog = argv + i;
+
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) < 0) {
+        cli_error("record: cannot find libmemtally.so beside the memtally "
+                  "executable (set MEMTALLY_LIBRARY to its path)");
+        return 1;
+    }
+    /* Fail early and clearly when the trace cannot be written. */
+    char probe[PATH_MAX];
+    expand(probe, sizeof probe, output ? output : "%e.%p.mtly", getpid(), prog[0]);
+    char *dir = strdup(probe);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+    if (access(d, W_OK | X_OK) < 0) {
+        cli_error("record: cannot write a trace in %s: %s", d, strerror(errno));
+        free(dir);
+        return 1;
+    }
+    free(dir);
+
+    const char *pattern = output ? output : "%e.%p.mtly";
+    int sync_pipe[2];
+    if (pipe2(sync_pipe, O_CLOEXEC) < 0) {
+        cli_error("record: pipe: %s", strerror(errno));
+        return 1;
+    }
+    child = fork();
+    if (child < 0) {
+        cli_error("record: fork: %s", strerror(errno));
+        return 1;
+    }
+    if (child == 0) {
+        char buf[PATH_MAX + 64], pidbuf[32], depthbuf[32];
+        close(sync_pipe[0]);
+        expand(buf, sizeof buf, pattern, getpid(), prog[0]);
+        snprintf(pidbuf, sizeof pidbuf, "%d", (int)getpid());
+        snprintf(depthbuf, sizeof depthbuf, "%ld", depth);
+        setenv("MEMTALLY_OUTPUT", buf, 1);
+        setenv("MEMTALLY_OUTPUT_PID", pidbuf, 1);
+        setenv("MEMTALLY_PATTERN", pattern, 1);
+        setenv("MEMTALLY_DEPTH", depthbuf, 1);
+        if (follow_fork)
+            setenv("MEMTALLY_FOLLOW_FORK", "1", 1);
+        if (follow_exec)
+            setenv("MEMTALLY_FOLLOW_EXEC", "1", 1);
+        const char *old = getenv("LD_PRELOAD");
+        if (old && *old) {
+            char *both = malloc(strlen(lib) + strlen(old) + 2);
+            if (both) {
+                sprintf(both, "%s:%s", lib, old);
+                setenv("LD_PRELOAD", both, 1);
+            }
+        } else {
+            setenv("LD_PRELOAD", lib, 1);
+        }
+        execvp(prog[0], prog);
+        int e = errno;
+        /* Tell the parent why, so that it can say so and exit like a shell. */
+        if (write(sync_pipe[1], &e, sizeof e) < 0) {
+        }
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    close(sync_pipe[1]);
+
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
+
+    int status;
+    while (waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) {
+            cli_error("record: waitpid: %s", strerror(errno));
+            return 1;
+        }
+    }
+    int exec_errno = 0;
+    ssize_t got = read(sync_pipe[0], &exec_errno, sizeof exec_errno);
+    close(sync_pipe[0]);
+    if (got == (ssize_t)sizeof exec_errno) {
+        cli_error("record: cannot run %s: %s", prog[0], strerror(exec_errno));
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
+    }
+
+    char trace[PATH_MAX + 64];
+    expand(trace, sizeof trace, pattern, child, prog[0]);
+    if (!quiet) {
+        struct stat st;
+        if (stat(trace, &st) == 0)
+            fprintf(stderr, "memtally: wrote %s\n", trace);
+        else
+            fprintf(stderr, "memtally: no trace was written to %s\n", trace);
+    }
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct rlimit no_core = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no_core); /* the child dumped core already */
+        signal(sig, SIG_DFL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        return 128 + sig;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}

@@ -1,0 +1,44 @@
+/*
+ * main.c: the memtally command line: a table of subcommands, one file
+ * each (cmd_*.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct mtl_command commands[] = {
+    { "record", cmd_record, "run a program and record its allocations" },
+    { "info", cmd_info, "summarise a trace" },
+    { "dump", cmd_dump, "print every event of a trace as text" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: memtally COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`memtally COMMAND --help` tells more.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("memtally 0.1\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    cli_error("unknown command '%s' (see memtally --help)", argv[1]);
+    return 2;
+}

@@ -1,0 +1,469 @@
+/*
+ * hooks.c: the entry points that LD_PRELOAD puts in front of the program's
+ * allocator: the malloc family, and the few calls after which the trace
+ * must catch up (dlclose, the exec family, _exit).
+ *
+ * The real functions come from dlsym(RTLD_NEXT), so a program that brings
+ * its own allocator (jemalloc, tcmalloc) keeps it.  dlsym itself may call
+ * malloc or calloc before we know where they are: those few calls are
+ * served from a static bootstrap arena, and freeing such a block is a
+ * no-op.
+ *
+ * Every hook follows one pattern: if this thread is already inside
+ * memtally (tls.in_hook), or memtally is not recording, call the real
+ * function and nothing else.  Otherwise mark the thread, call the real
+ * function, record, restore errno, unmark.  A free is recorded before the
+ * block goes back to the allocator, an allocation after it came out (see
+ * events.c for why the order matters).
+ */
+#include "preload/preload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define HOOK_INLINE static inline __attribute__((always_inline))
+
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    int (*dlclose)(void *);
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*fexecve)(int, char *const[], char *const[]);
+    void (*exit_)(int);
+    void (*Exit_)(int);
+    atomic_int resolved;
+} real;
+
+/* --- bootstrap --------------------------------------------------------- */
+
+#define BOOT_SIZE (256u << 10)
+static _Alignas(64) char boot[BOOT_SIZE];
+static atomic_size_t boot_used;
+static atomic_int resolving;
+
+static void *boot_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    size_t need = size + align;
+    size_t at = atomic_fetch_add(&boot_used, need);
+    if (at + need > BOOT_SIZE)
+        return NULL;
+    uintptr_t p = ((uintptr_t)boot + at + align - 1) & ~(uintptr_t)(align - 1);
+    return (void *)p;
+}
+
+static inline int is_boot(const void *p)
+{
+    return (const char *)p >= boot && (const char *)p < boot + BOOT_SIZE;
+}
+
+static void *sym(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+static void resolve(void)
+{
+    if (atomic_exchange(&resolving, 1))
+        return; /* dlsym calling back into us: served by boot_alloc */
+    real.malloc = sym("malloc");
+    real.free = sym("free");
+    real.calloc = sym("calloc");
+    real.realloc = sym("realloc");
+    real.reallocarray = sym("reallocarray");
+    real.posix_memalign = sym("posix_memalign");
+    real.aligned_alloc = sym("aligned_alloc");
+    real.memalign = sym("memalign");
+    real.valloc = sym("valloc");
+    real.pvalloc = sym("pvalloc");
+    real.dlclose = sym("dlclose");
+    real.execve = sym("execve");
+    real.execvpe = sym("execvpe");
+    real.fexecve = sym("fexecve");
+    real.exit_ = sym("_exit");
+    real.Exit_ = sym("_Exit");
+    atomic_store(&real.resolved, 1);
+    atomic_store(&resolving, 0);
+}
+
+static int init_started;
+
+/* The slow path of every hook: resolve and initialise on first use. */
+void mtl__hooks_first_use(void)
+{
+    if (!atomic_load(&real.resolved))
+        resolve();
+    if (!init_started && atomic_load(&real.resolved)) {
+        init_started = 1;
+        mtl__init();
+    }
+}
+
+HOOK_INLINE int recording(struct mtl__tls *tls)
+{
+    if (MTL_UNLIKELY(!init_started))
+        mtl__hooks_first_use();
+    return !tls->in_hook &&
+           atomic_load_explicit(&mtl__pl.state, memory_order_relaxed) ==
+               MTL_RECORDING;
+}
+
+/* --- recording --------------------------------------------------------- */
+
+HOOK_INLINE void note_alloc(struct mtl__tls *tls, void *p, size_t size)
+{
+    int saved = errno;
+    struct mtl__tstate *ts = mtl__thread_state();
+    if (ts) {
+        uint32_t stack = mtl__capture_stack(ts, 0);
+        mtl__record_alloc((uint64_t)(uintptr_t)p, size, stack);
+    }
+    errno = saved;
+}
+
+EXPORT void *malloc(size_t size)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
+        if (atomic_load(&resolving))
+            return boot_alloc(size, 16);
+        mtl__hooks_first_use();
+        if (!real.malloc)
+            return boot_alloc(size, 16);
+    }
+    struct mtl__tls *tls = &mtl__tls;
+    if (!recording(tls))
+        return real.malloc(size);
+    tls->in_hook = 1;
+    void *p = real.malloc(size);
+    if (p)
+        note_alloc(tls, p, size);
+    tls->in_hook = 0;
+    return p;
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
+        if (atomic_load(&resolving)) {
+            size_t total;
+            if (__builtin_mul_overflow(n, size, &total))
+                return NULL;
+            return boot_alloc(total, 16); /* static: already zero */
+        }
+        mtl__hooks_first_use();
+    }
+    struct mtl__tls *tls = &mtl__tls;
+    if (!recording(tls))
+        return real.calloc(n, size);
+    tls->in_hook = 1;
+    void *p = real.calloc(n, size);
+    if (p)
+        note_alloc(tls, p, n * size);
+    tls->in_hook = 0;
+    return p;
+}
+
+EXPORT void free(void *p)
+{
+    if (!p || is_boot(p))
+        return;
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
+        mtl__hooks_first_use();
+    struct mtl__tls *tls = &mtl__tls;
+    if (!recording(tls)) {
+        real.free(p);
+        return;
+    }
+    tls->in_hook = 1;
+    int saved = errno;
+    mtl__record_free((uint64_t)(uintptr_t)p);
+    errno = saved;
+    real.free(p);
+    tls->in_hook = 0;
+}
+
+/* realloc and reallocarray: the free of the old block is stamped before
+ * the allocator can hand it to another thread, and written only if the
+ * call succeeded (or freed, for size 0). */
+HOOK_INLINE void *realloc_common(void *p, size_t size, size_t nmemb, int array)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    if (!recording(tls))
+        return array ? real.reallocarray(p, nmemb, size) : real.realloc(p, size);
+    size_t total = size;
+    if (array && __builtin_mul_overflow(nmemb, size, &total))
+        return real.reallocarray(p, nmemb, size); /* fails: counts nothing */
+    tls->in_hook = 1;
+    uint64_t t_free = p ? mtl__begin_pending() : 0;
+    void *q = array ? real.reallocarray(p, nmemb, size) : real.realloc(p, size);
+    int saved = errno;
+    int freed = p && (q != NULL || total == 0);
+    struct mtl__tstate *ts = mtl__thread_state();
+    uint32_t stack = (q && ts) ? mtl__capture_stack(ts, 0) : 0;
+    if (p)
+        mtl__end_pending_realloc(t_free, (uint64_t)(uintptr_t)p, freed,
+                                 (uint64_t)(uintptr_t)q, total, stack);
+    else if (q)
+        mtl__record_alloc((uint64_t)(uintptr_t)q, total, stack);
+    errno = saved;
+    tls->in_hook = 0;
+    return q;
+}
+
+static void *realloc_boot(void *p, size_t size)
+{
+    /* A bootstrap block: copy what it can hold into a real one. */
+    void *q = malloc(size);
+    if (q) {
+        size_t room = (size_t)(boot + BOOT_SIZE - (char *)p);
+        memcpy(q, p, size < room ? size : room);
+    }
+    return q;
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
+        if (atomic_load(&resolving)) {
+            void *q = boot_alloc(size, 16);
+            if (q && p)
+                memcpy(q, p, size); /* boot blocks are contiguous: safe */
+            return q;
+        }
+        mtl__hooks_first_use();
+    }
+    if (is_boot(p))
+        return realloc_boot(p, size);
+    return realloc_common(p, size, 1, 0);
+}
+
+EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
+        mtl__hooks_first_use();
+    if (!real.reallocarray) {
+        size_t total;
+        if (__builtin_mul_overflow(nmemb, size, &total)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return realloc(p, total);
+    }
+    if (is_boot(p)) {
+        size_t total;
+        if (__builtin_mul_overflow(nmemb, size, &total)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return realloc_boot(p, total);
+    }
+    return realloc_common(p, size, nmemb, 1);
+}
+
+/* The aligned family: the same pattern, the requested size recorded. */
+#define ALIGNED_HOOK(call, size)                                            \
+    struct mtl__tls *tls = &mtl__tls;                                       \
+    if (!recording(tls))                                                    \
+        return call;                                                        \
+    tls->in_hook = 1;                                                       \
+    void *p = call;                                                         \
+    if (p)                                                                  \
+        note_alloc(tls, p, size);                                           \
+    tls->in_hook = 0;                                                       \
+    return p
+
+static inline void ensure_resolved(void)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
+        mtl__hooks_first_use();
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+    if (atomic_load(&resolving))
+        return boot_alloc(size, align);
+    ensure_resolved();
+    ALIGNED_HOOK(real.memalign(align, size), size);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+    ensure_resolved();
+    ALIGNED_HOOK(real.aligned_alloc(align, size), size);
+}
+
+EXPORT void *valloc(size_t size)
+{
+    ensure_resolved();
+    ALIGNED_HOOK(real.valloc(size), size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+    ensure_resolved();
+    ALIGNED_HOOK(real.pvalloc(size), size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+    ensure_resolved();
+    struct mtl__tls *tls = &mtl__tls;
+    if (!recording(tls))
+        return real.posix_memalign(out, align, size);
+    tls->in_hook = 1;
+    int rc = real.posix_memalign(out, align, size);
+    if (rc == 0)
+        note_alloc(tls, *out, size);
+    tls->in_hook = 0;
+    return rc;
+}
+
+/* --- calls after which the trace must catch up ------------------------- */
+
+EXPORT int dlclose(void *handle)
+{
+    ensure_resolved();
+    int recording_now = atomic_load(&mtl__pl.state) == MTL_RECORDING;
+    /* Know the object before it goes, and that it went after. */
+    if (recording_now)
+        mtl__modules_rescan();
+    int rc = real.dlclose(handle);
+    if (recording_now) {
+        int saved = errno;
+        mtl__modules_rescan();
+        errno = saved;
+    }
+    return rc;
+}
+
+/* Before the process image is replaced: finish the trace; if exec fails,
+ * recording goes on in a continuation of the same file. */
+extern void mtl__before_exec(void) MTL_HIDDEN;
+extern void mtl__after_failed_exec(void) MTL_HIDDEN;
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    ensure_resolved();
+    mtl__before_exec();
+    int rc = real.execve(path, argv, envp);
+    int saved = errno;
+    mtl__after_failed_exec();
+    errno = saved;
+    return rc;
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    ensure_resolved();
+    mtl__before_exec();
+    int rc = real.execvpe(file, argv, envp);
+    int saved = errno;
+    mtl__after_failed_exec();
+    errno = saved;
+    return rc;
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    ensure_resolved();
+    mtl__before_exec();
+    int rc = real.fexecve(fd, argv, envp);
+    int saved = errno;
+    mtl__after_failed_exec();
+    errno = saved;
+    return rc;
+}
+
+extern char **environ;
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* execl, execlp, execle: their argument lists are copied to the stack. */
+#define MAX_EXECL_ARGS 4096
+#define COLLECT_ARGS(first, argv, ap, nargs)                                 \
+    do {                                                                     \
+        argv[0] = (char *)(first);                                           \
+        nargs = 1;                                                           \
+        while (argv[nargs - 1] && nargs < MAX_EXECL_ARGS)                    \
+            argv[nargs++] = va_arg(ap, char *);                              \
+        if (argv[nargs - 1]) {                                               \
+            va_end(ap);                                                      \
+            errno = E2BIG;                                                   \
+            return -1;                                                       \
+        }                                                                    \
+    } while (0)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    char *argv[MAX_EXECL_ARGS];
+    size_t n;
+    va_list ap;
+    va_start(ap, arg);
+    COLLECT_ARGS(arg, argv, ap, n);
+    va_end(ap);
+    return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    char *argv[MAX_EXECL_ARGS];
+    size_t n;
+    va_list ap;
+    va_start(ap, arg);
+    COLLECT_ARGS(arg, argv, ap, n);
+    va_end(ap);
+    return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    char *argv[MAX_EXECL_ARGS];
+    size_t n;
+    va_list ap;
+    va_start(ap, arg);
+    COLLECT_ARGS(arg, argv, ap, n);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+/* _exit skips atexit and destructors: finish the trace first. */
+extern void mtl__before_exit_now(void) MTL_HIDDEN;
+
+EXPORT void _exit(int status)
+{
+    ensure_resolved();
+    mtl__before_exit_now();
+    real.exit_(status);
+    __builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+    ensure_resolved();
+    mtl__before_exit_now();
+    real.Exit_(status);
+    __builtin_unreachable();
+}

@@ -1,0 +1,287 @@
+/*
+ * lifecycle.c: when recording starts and how it ends.
+ *
+ * Start: the first hook call (often before main, from ld.so or another
+ * library's constructor) runs mtl__init: options from the environment,
+ * the trace file and its header, the module map.  Events from then on are
+ * buffered.  Our constructor then starts the writer thread, registers the
+ * fork handlers and the fatal-signal handlers, and tidies the environment
+ * so that children run without memtally unless asked to follow exec.
+ *
+ * End: the destructor (exit from any thread), the _exit hook, a fatal
+ * signal (with the default disposition) or exec write what is buffered
+ * and the END record.  A process killed with SIGKILL leaves a trace that
+ * reads back to its last whole block.
+ *
+ * Environment (set by `memtally record`):
+ *   MEMTALLY_OUTPUT, MEMTALLY_OUTPUT_PID  exact path for that one process
+ *   MEMTALLY_PATTERN   path for the others, %p pid, %e program (default
+ *                      %e.%p.mtly)
+ *   MEMTALLY_DEPTH     frames kept per stack
+ *   MEMTALLY_FOLLOW_FORK, MEMTALLY_FOLLOW_EXEC  "1" to follow
+ *   MEMTALLY_DISABLE   "1": the library stays loaded but records nothing
+ */
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trace/format.h"
+
+struct mtl__preload mtl__pl = { .fd = -1 };
+
+static int inited;
+static int late_done;
+
+static long env_long(const char *name, long def)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *end ? def : v;
+}
+
+static void read_options(void)
+{
+    struct mtl__options *o = &mtl__pl.opt;
+    const char *out = getenv("MEMTALLY_OUTPUT");
+    long out_pid = env_long("MEMTALLY_OUTPUT_PID", -1);
+    const char *pattern = getenv("MEMTALLY_PATTERN");
+    if (out && *out && out_pid == (long)getpid())
+        mtl__fmt(o->output, sizeof o->output, "%s", out);
+    mtl__fmt(o->pattern, sizeof o->pattern, "%s",
+             pattern && *pattern ? pattern : "%e.%p.mtly");
+    long depth = env_long("MEMTALLY_DEPTH", MTL_DEFAULT_DEPTH);
+    o->depth = (uint32_t)(depth < 1 ? 1 : depth > MTL_MAX_DEPTH ? MTL_MAX_DEPTH : depth);
+    o->follow_fork = env_long("MEMTALLY_FOLLOW_FORK", 0) == 1;
+    o->follow_exec = env_long("MEMTALLY_FOLLOW_EXEC", 0) == 1;
+}
+
+void mtl__init(void)
+{
+    if (inited)
+        return;
+    inited = 1;
+    struct mtl__tls *tls = &mtl__tls;
+    tls->in_hook++;
+    int saved = errno;
+    if (env_long("MEMTALLY_DISABLE", 0) == 1)
+        goto out;
+    mtl__pl.start_ns = mtl__monotonic_ns();
+    mtl__pl.pid = getpid();
+    read_options();
+    if (mtl__events_init() < 0 || mtl__stacks_init() < 0 ||
+        mtl__modules_init() < 0) {
+        mtl__say("cannot set up recording (out of memory); the program runs unprofiled");
+        goto out;
+    }
+    if (mtl__writer_open() < 0)
+        goto out;
+    atomic_store(&mtl__pl.state, MTL_RECORDING);
+out:
+    errno = saved;
+    tls->in_hook--;
+}
+
+void mtl__stop_recording(const char *why, int err)
+{
+    int expected = MTL_RECORDING;
+    if (!atomic_compare_exchange_strong(&mtl__pl.state, &expected, MTL_FINISHED))
+        return;
+    if (why)
+        mtl__say("%s%s%s; recording stopped, the program runs on", why,
+                 err ? ": " : "", err ? strerror(err) : "");
+}
+
+/* --- fork -------------------------------------------------------------- */
+
+static void atfork_prepare(void)
+{
+    mtl__tls.in_hook++;
+    mtl__modules_atfork(0);
+    mtl__stacks_atfork(0);
+    mtl__events_atfork(0);
+}
+
+static void atfork_parent(void)
+{
+    mtl__events_atfork(1);
+    mtl__stacks_atfork(1);
+    mtl__modules_atfork(1);
+    mtl__tls.in_hook--;
+}
+
+static void atfork_child(void)
+{
+    mtl__events_atfork(2);
+    mtl__stacks_atfork(2);
+    mtl__modules_atfork(2);
+    int was = atomic_load(&mtl__pl.state);
+    atomic_store(&mtl__pl.state, MTL_OFF);
+    if (was == MTL_RECORDING && mtl__pl.opt.follow_fork) {
+        mtl__pl.pid = getpid();
+        mtl__pl.start_ns = mtl__monotonic_ns();
+        mtl__pl.opt.output[0] = '\0'; /* children use the pattern */
+        atomic_store(&mtl__pl.state, MTL_RECORDING);
+        mtl__events_after_fork_child();
+        mtl__writer_after_fork_child();
+    }
+    mtl__tls.in_hook--;
+}
+
+/* --- exec, _exit -------------------------------------------------------- */
+
+static int ours(void)
+{
+    /* A vfork child shares our memory but must not touch our trace. */
+    return atomic_load(&mtl__pl.state) == MTL_RECORDING && getpid() == mtl__pl.pid;
+}
+
+static int exec_pending;
+
+void mtl__before_exec(void)
+{
+    exec_pending = ours();
+    if (!exec_pending)
+        return;
+    mtl__tls.in_hook++;
+    mtl__writer_exec_begin();
+    mtl__tls.in_hook--;
+}
+
+void mtl__after_failed_exec(void)
+{
+    if (!exec_pending)
+        return;
+    exec_pending = 0;
+    mtl__writer_exec_end();
+}
+
+void mtl__before_exit_now(void)
+{
+    if (!ours())
+        return;
+    mtl__tls.in_hook++;
+    mtl__writer_finish(MTL_END_EXIT, 0, 5000);
+    atomic_store(&mtl__pl.state, MTL_FINISHED);
+}
+
+/* --- fatal signals ----------------------------------------------------- */
+
+static const int fatal_signals[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE,
+    SIGSEGV, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ,
+};
+
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    if (ours()) {
+        mtl__tls.in_hook++;
+        mtl__writer_finish(MTL_END_SIGNAL, sig, 3000);
+        atomic_store(&mtl__pl.state, MTL_FINISHED);
+    }
+    /* SA_RESETHAND restored the default action.  A fault raised by an
+     * instruction happens again on return; a sent signal is sent again
+     * and delivered when the handler returns. */
+    int fault = si && si->si_code > 0 &&
+                (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+                 sig == SIGFPE || sig == SIGTRAP);
+    if (!fault)
+        raise(sig);
+    errno = saved;
+}
+
+static void install_signal_handlers(void)
+{
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+        struct sigaction old, sa;
+        if (sigaction(fatal_signals[i], NULL, &old) < 0)
+            continue;
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL)
+            continue; /* the program's (or ignored): leave it */
+        if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction != NULL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+/* --- environment ------------------------------------------------------- */
+
+/* Blanks our own entry of LD_PRELOAD in place (no allocation), so that
+ * programs this one starts run without memtally. */
+static void remove_self_from_ld_preload(void)
+{
+    char *v = getenv("LD_PRELOAD");
+    if (!v)
+        return;
+    for (char *s = v; *s;) {
+        while (*s == ' ' || *s == ':')
+            s++;
+        char *e = s;
+        while (*e && *e != ' ' && *e != ':')
+            e++;
+        size_t n = (size_t)(e - s);
+        const char *base = s;
+        for (char *q = s; q < e; q++)
+            if (*q == '/')
+                base = q + 1;
+        if (n > 0 && (size_t)(e - base) >= 14 &&
+            strncmp(base, "libmemtally.so", 14) == 0)
+            memset(s, ' ', n);
+        s = e;
+    }
+}
+
+static void tidy_environment(void)
+{
+    unsetenv("MEMTALLY_OUTPUT");
+    unsetenv("MEMTALLY_OUTPUT_PID");
+    if (mtl__pl.opt.follow_exec)
+        return;
+    remove_self_from_ld_preload();
+    unsetenv("MEMTALLY_PATTERN");
+    unsetenv("MEMTALLY_DEPTH");
+    unsetenv("MEMTALLY_FOLLOW_FORK");
+    unsetenv("MEMTALLY_FOLLOW_EXEC");
+}
+
+/* --- constructor and destructor ---------------------------------------- */
+
+__attribute__((constructor)) static void memtally_constructor(void)
+{
+    mtl__hooks_first_use();
+    if (late_done)
+        return;
+    late_done = 1;
+    mtl__tls.in_hook++;
+    int saved = errno;
+    tidy_environment();
+    if (atomic_load(&mtl__pl.state) == MTL_RECORDING) {
+        if (mtl__writer_start() < 0)
+            mtl__say("cannot start the writer thread; events are written at exit");
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        install_signal_handlers();
+    }
+    errno = saved;
+    mtl__tls.in_hook--;
+}
+
+__attribute__((destructor)) static void memtally_destructor(void)
+{
+    if (!ours())
+        return;
+    mtl__tls.in_hook++;
+    mtl__writer_finish(MTL_END_EXIT, 0, 10000);
+    atomic_store(&mtl__pl.state, MTL_FINISHED);
+    mtl__tls.in_hook--;
+}

@@ -1,0 +1,191 @@
+/*
+ * preload.h: internals of libmemtally.so, the recorder that LD_PRELOAD puts
+ * in front of the program's allocator.
+ *
+ * The data path (docs/DESIGN.md tells the why):
+ *
+ *   hook (hooks.c) -> unwind + intern the stack (stacks.c)
+ *        -> append a fixed-size event to the calling thread's chunk (events.c)
+ *   writer thread (writer.c), every MTL_ROUND_MS or when chunks fill:
+ *        detach every thread's chunk, merge them by timestamp, encode as
+ *        varint records, zstd-compress into a block, write(2) it.
+ *
+ * Rules for everything reachable from a hook: no malloc, no stdio, no lock
+ * that the allocator may hold.  Memory comes from mmap (mtl__pages_alloc),
+ * messages go through mtl__say (write(2) on a stack buffer), and the only
+ * locks are memtally's own, never held across a call into the allocator.
+ */
+#ifndef MTL_PRELOAD_H
+#define MTL_PRELOAD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MTL_HIDDEN __attribute__((visibility("hidden")))
+#define MTL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MTL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define MTL_MAX_DEPTH 256       /* frames kept at most (--depth) */
+#define MTL_DEFAULT_DEPTH 64
+#define MTL_ROUND_MS 20         /* writer wakes at least this often */
+#define MTL_CHUNK_EVENTS 2048   /* events per chunk: 64 KiB */
+#define MTL_CHUNK_BUDGET 1024   /* chunks at most: 64 MiB of buffers */
+
+/* Event types in chunks (not the file's record types). */
+enum mtl__ev_type {
+    MTL__EV_ALLOC = 1,
+    MTL__EV_FREE,
+    MTL__EV_THREAD_START,   /* a: tid */
+    MTL__EV_THREAD_NAME,    /* a, b: the name, 16 bytes, NUL padded */
+    MTL__EV_THREAD_EXIT,
+};
+
+/* One event in a chunk: 32 bytes.  The time's top 8 bits hold the type so
+ * that the struct stays at 32 bytes; 56 bits of nanoseconds last 2 years. */
+struct mtl__ev {
+    uint64_t t_type; /* ns since start << 8 | type */
+    uint64_t a;      /* ALLOC, FREE: ptr */
+    uint64_t b;      /* ALLOC: size */
+    uint32_t stack;  /* ALLOC: stack id */
+    uint32_t thread; /* thread index */
+};
+
+#define MTL__EV_TIME(e) ((e)->t_type >> 8)
+#define MTL__EV_TYPE(e) ((unsigned)((e)->t_type & 0xff))
+
+struct mtl__chunk {
+    struct mtl__chunk *next; /* in the pool's free list or full queue */
+    uint32_t n;              /* events written */
+    uint32_t pos;            /* events the writer has consumed */
+    struct mtl__ev ev[MTL_CHUNK_EVENTS];
+};
+
+/* A thread's recording state, mmap'd and never freed: a thread that exits
+ * leaves it for the next new thread to reuse. */
+struct mtl__tstate {
+    struct mtl__tstate *next_all;  /* list of every state, for the writer */
+    atomic_int lock;               /* owner appends, writer detaches */
+    atomic_int in_use;             /* owned by a live thread */
+    struct mtl__chunk *cur;        /* chunk being filled, or NULL */
+    uint64_t pending_ns;           /* UINT64_MAX, or the time of an event
+                                      stamped but not yet appended (realloc) */
+    uint64_t last_ns;              /* latest stamp: stamps strictly rise */
+    uint32_t cache_gen;            /* stack cache generation, see stacks.c */
+    struct mtl__stack_cache *cache;
+};
+
+/* The per-thread part that must be reachable without locks. */
+struct mtl__tls {
+    struct mtl__tstate *ts; /* NULL until the thread's first event */
+    uint32_t index;         /* thread index in the trace */
+    int in_hook;            /* inside memtally: calls pass straight through */
+    int dead;               /* after its exit destructor: use the orphan */
+};
+
+extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;
+
+/* Recording state: 0 before init, then one of these. */
+enum mtl__state {
+    MTL_OFF = 0,       /* not recording: hooks only forward */
+    MTL_RECORDING = 1,
+    MTL_FINISHED = 2,  /* the trace was closed */
+};
+
+/* The module's state in one struct (hooks.c owns it). */
+struct mtl__options {
+    char output[4096];     /* expanded trace path */
+    char pattern[4096];    /* -o pattern, %p for the pid */
+    uint32_t depth;
+    int follow_fork, follow_exec;
+    int quiet;
+};
+
+struct mtl__preload {
+    atomic_int state;
+    struct mtl__options opt;
+    uint64_t start_ns;          /* CLOCK_MONOTONIC at start */
+    int pid;
+    int fd;                     /* the trace, or -1 */
+    atomic_uint next_thread;    /* next thread index */
+};
+extern struct mtl__preload mtl__pl MTL_HIDDEN;
+
+/* sys.c: small helpers that never allocate. */
+uint64_t mtl__now_ns(void) MTL_HIDDEN;                   /* since start */
+uint64_t mtl__monotonic_ns(void) MTL_HIDDEN;
+void *mtl__pages_alloc(size_t size) MTL_HIDDEN;         /* zeroed, or NULL */
+void mtl__pages_free(void *p, size_t size) MTL_HIDDEN;
+void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 2)));
+int mtl__write_all(int fd, const void *buf, size_t n) MTL_HIDDEN; /* 0 or -errno */
+size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
+    __attribute__((format(printf, 3, 4)));
+int mtl__gettid(void) MTL_HIDDEN;
+void mtl__spin_lock(atomic_int *l) MTL_HIDDEN;
+int mtl__spin_trylock(atomic_int *l, unsigned spins) MTL_HIDDEN;
+static inline void mtl__spin_unlock(atomic_int *l)
+{
+    atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* events.c: per-thread states, the chunk pool, appending. */
+int mtl__events_init(void) MTL_HIDDEN;
+struct mtl__tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
+void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
+void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
+uint64_t mtl__begin_pending(void) MTL_HIDDEN;   /* realloc: stamp the free */
+void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
+                              uint64_t new_ptr, uint64_t size,
+                              uint32_t stack) MTL_HIDDEN;
+void mtl__record_thread_name(void) MTL_HIDDEN;
+void mtl__thread_exit(void) MTL_HIDDEN;
+/* For the writer: detach every thread's chunk into runs; returns the
+ * cutoff time below which every event has been collected.  trylock_spins
+ * of 0 means wait for every lock. */
+uint64_t mtl__collect(struct mtl__chunk **runs, size_t *nruns, size_t cap,
+                      unsigned trylock_spins) MTL_HIDDEN;
+void mtl__chunk_release(struct mtl__chunk *c) MTL_HIDDEN;
+size_t mtl__full_chunks(void) MTL_HIDDEN;
+void mtl__events_after_fork_child(void) MTL_HIDDEN;
+void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child */
+
+/* stacks.c: unwinding and interning. */
+int mtl__stacks_init(void) MTL_HIDDEN;
+uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip) MTL_HIDDEN;
+/* Writer: encodes the nodes defined since the last call (all of them after
+ * mtl__stacks_rewind) as one STACK_NODES record; returns bytes or 0. */
+size_t mtl__stacks_emit(uint8_t *out, size_t cap, int *more) MTL_HIDDEN;
+void mtl__stacks_rewind(void) MTL_HIDDEN;
+void mtl__stacks_forget_addresses(void) MTL_HIDDEN; /* after an unload */
+void mtl__stacks_atfork(int phase) MTL_HIDDEN;
+
+/* modules.c: the module map. */
+int mtl__modules_init(void) MTL_HIDDEN;
+void mtl__modules_rescan(void) MTL_HIDDEN;       /* after dlopen/dlclose */
+int mtl__modules_changed(void) MTL_HIDDEN;       /* cheap check for the writer */
+size_t mtl__modules_emit(uint8_t *out, size_t cap, int *more) MTL_HIDDEN;
+void mtl__modules_rewind(void) MTL_HIDDEN;
+void mtl__modules_atfork(int phase) MTL_HIDDEN;
+
+/* writer.c: the background writer. */
+int mtl__writer_open(void) MTL_HIDDEN;   /* opens the file, writes header */
+int mtl__writer_start(void) MTL_HIDDEN;  /* starts the thread */
+void mtl__writer_wake(void) MTL_HIDDEN;
+/* Writes everything and the END record, closes the file.  From any thread,
+ * also from a signal handler; waits at most timeout_ms for busy threads. */
+void mtl__writer_finish(int reason, int detail, unsigned timeout_ms) MTL_HIDDEN;
+/* Before exec: writes everything so far and an END record, and keeps the
+ * writer from adding more until mtl__writer_exec_end (exec failed). */
+void mtl__writer_exec_begin(void) MTL_HIDDEN;
+void mtl__writer_exec_end(void) MTL_HIDDEN;
+void mtl__writer_after_fork_child(void) MTL_HIDDEN;
+
+/* hooks.c */
+void mtl__hooks_first_use(void) MTL_HIDDEN;
+
+/* lifecycle.c */
+void mtl__init(void) MTL_HIDDEN;       /* first hook call or constructor */
+void mtl__stop_recording(const char *why, int err) MTL_HIDDEN;
+
+#endif

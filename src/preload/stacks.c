@@ -1,0 +1,234 @@
+/*
+ * stacks.c: capturing the call stack of an allocation and interning it.
+ *
+ * Unwinding uses libunwind's unw_backtrace, which follows the DWARF CFI
+ * (.eh_frame) of every frame, so stacks are right in code built without
+ * frame pointers, as every Debian library is.  With the per-thread caching
+ * policy it keeps a per-thread cache of frame descriptions, so a warm
+ * unwind costs a few nanoseconds per frame.
+ *
+ * Interning.  Stacks are stored as a prefix tree (trie) of frames, rooted
+ * at the outermost frame: node = (parent node, address).  A stack's id is
+ * its innermost node's id, so a stack that shares its callers with another
+ * costs one node, and each node is written to the trace once.  Looking a
+ * stack up in the trie costs a hash probe per frame, under a mutex; a
+ * direct-mapped per-thread cache from a 64-bit hash of the whole stack to
+ * its id makes repeated stacks cost one probe and no lock.  The cache
+ * checks the hash, the depth and the innermost address: two different
+ * stacks would have to agree on all three to be confused (odds about
+ * 2^-64 per pair), a risk docs/DESIGN.md accepts for the speed.
+ *
+ * The node arrays are reserved once (MAP_NORESERVE) and never move, so the
+ * writer reads nodes below the published count without the lock.
+ */
+#include "preload/preload.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <string.h>
+
+#include "common/varint.h"
+#include "trace/format.h"
+
+#define MAX_NODES (1u << 26)        /* 64 Mi nodes: 768 MiB reserved */
+#define CACHE_BITS 12
+
+struct cache_entry {
+    uint64_t hash;
+    uint64_t leaf;
+    uint32_t id;
+    uint32_t depth;
+};
+
+struct mtl__stack_cache {
+    struct cache_entry e[1u << CACHE_BITS];
+};
+
+static struct {
+    pthread_mutex_t mu;
+    uint32_t *parent;      /* parent[id]; node 0 is the root (no frame) */
+    uint64_t *addr;        /* addr[id] */
+    atomic_uint n;         /* nodes defined */
+    uint32_t emitted;      /* nodes written to the trace (writer only) */
+    uint32_t *slots;       /* open addressing: node ids, 0 = empty */
+    size_t nslots;
+    atomic_uint gen;       /* bumped when addresses may mean other code */
+    unsigned skip;         /* frames of memtally itself atop every stack */
+} st = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static inline uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline size_t node_slot(uint32_t parent, uint64_t addr)
+{
+    return (size_t)mix(addr * 0x9e3779b97f4a7c15ull ^ parent);
+}
+
+static int grow_slots(void)
+{
+    size_t n = st.nslots ? st.nslots * 2 : (1u << 16);
+    uint32_t *s = mtl__pages_alloc(n * sizeof *s);
+    if (!s)
+        return -1;
+    uint32_t count = atomic_load(&st.n);
+    for (uint32_t id = 1; id < count; id++) {
+        if (!st.slots)
+            break;
+        size_t i = node_slot(st.parent[id], st.addr[id]) & (n - 1);
+        while (s[i])
+            i = (i + 1) & (n - 1);
+        s[i] = id;
+    }
+    mtl__pages_free(st.slots, st.nslots * sizeof *st.slots);
+    st.slots = s;
+    st.nslots = n;
+    return 0;
+}
+
+int mtl__stacks_init(void)
+{
+    st.parent = mtl__pages_alloc((size_t)MAX_NODES * sizeof *st.parent);
+    st.addr = mtl__pages_alloc((size_t)MAX_NODES * sizeof *st.addr);
+    if (!st.parent || !st.addr || grow_slots() < 0)
+        return -1;
+    atomic_store(&st.n, 1);
+    st.emitted = 1;
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    /* unw_backtrace's own frame and the hook's are not the program's. */
+    st.skip = 2;
+    return 0;
+}
+
+/* With st.mu held: the child of parent for addr, created if new.  Returns 0
+ * when the table is full. */
+static uint32_t child(uint32_t parent, uint64_t addr)
+{
+    uint32_t count = atomic_load_explicit(&st.n, memory_order_relaxed);
+    if ((size_t)count * 2 >= st.nslots) {
+        if (grow_slots() < 0)
+            return 0;
+    }
+    size_t mask = st.nslots - 1;
+    size_t i = node_slot(parent, addr) & mask;
+    for (;; i = (i + 1) & mask) {
+        uint32_t id = st.slots[i];
+        if (!id)
+            break;
+        if (st.parent[id] == parent && st.addr[id] == addr)
+            return id;
+    }
+    if (count >= MAX_NODES)
+        return 0;
+    st.parent[count] = parent;
+    st.addr[count] = addr;
+    st.slots[i] = count;
+    atomic_store_explicit(&st.n, count + 1, memory_order_release);
+    return count;
+}
+
+static uint32_t intern(void *const *frames, int n)
+{
+    uint32_t id = 0;
+    pthread_mutex_lock(&st.mu);
+    for (int i = n - 1; i >= 0; i--) {
+        id = child(id, (uint64_t)(uintptr_t)frames[i]);
+        if (!id)
+            break;
+    }
+    pthread_mutex_unlock(&st.mu);
+    return id;
+}
+
+uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip)
+{
+    void *buf[MTL_MAX_DEPTH + 8];
+    unsigned drop = st.skip + skip;
+    int n = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
+    if (n <= (int)drop)
+        return 0; /* no frame of the program: the empty stack */
+    void *const *frames = buf + drop;
+    n -= (int)drop;
+
+    uint64_t h = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x9e3779b97f4a7c15ull;
+    h = mix(h);
+
+    struct mtl__stack_cache *cache = ts->cache;
+    if (MTL_UNLIKELY(!cache)) {
+        cache = ts->cache = mtl__pages_alloc(sizeof *cache);
+        ts->cache_gen = atomic_load(&st.gen);
+    }
+    uint32_t gen = atomic_load_explicit(&st.gen, memory_order_acquire);
+    if (MTL_UNLIKELY(cache && ts->cache_gen != gen)) {
+        memset(cache, 0, sizeof *cache);
+        ts->cache_gen = gen;
+    }
+    uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
+    struct cache_entry *e = cache ? &cache->e[h & ((1u << CACHE_BITS) - 1)] : NULL;
+    if (e && e->hash == h && e->leaf == leaf && e->depth == (uint32_t)n && e->id)
+        return e->id;
+    uint32_t id = intern(frames, n);
+    if (e && id) {
+        e->hash = h;
+        e->leaf = leaf;
+        e->depth = (uint32_t)n;
+        e->id = id;
+    }
+    return id;
+}
+
+size_t mtl__stacks_emit(uint8_t *out, size_t cap, int *more)
+{
+    uint32_t end = atomic_load_explicit(&st.n, memory_order_acquire);
+    uint32_t first = st.emitted;
+    *more = 0;
+    if (first >= end || cap < 32)
+        return 0;
+    /* Room for the record header, then about 20 bytes a node at most. */
+    size_t fit = (cap - 16) / (2 * MTL_VARINT_MAX);
+    if (end - first > fit) {
+        end = first + (uint32_t)fit;
+        *more = 1;
+    }
+    uint8_t *p = out;
+    *p++ = MTL_REC_STACK_NODES;
+    p = mtl__put_varint(p, first);
+    p = mtl__put_varint(p, end - first);
+    for (uint32_t id = first; id < end; id++) {
+        uint32_t parent = st.parent[id];
+        uint64_t paddr = parent ? st.addr[parent] : 0;
+        p = mtl__put_varint(p, id - parent);
+        p = mtl__put_varint(p, mtl__zigzag((int64_t)(st.addr[id] - paddr)) << 1);
+    }
+    st.emitted = end;
+    return (size_t)(p - out);
+}
+
+void mtl__stacks_rewind(void)
+{
+    st.emitted = 1;
+}
+
+void mtl__stacks_forget_addresses(void)
+{
+    pthread_mutex_lock(&st.mu);
+    memset(st.slots, 0, st.nslots * sizeof *st.slots);
+    atomic_fetch_add(&st.gen, 1);
+    pthread_mutex_unlock(&st.mu);
+}
+
+void mtl__stacks_atfork(int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(&st.mu);
+    else if (phase == 1)
+        pthread_mutex_unlock(&st.mu);
+    else
+        pthread_mutex_init(&st.mu, NULL);
+}

@@ -1,0 +1,123 @@
+/*
+ * sys.c: the few system services the recorder needs, each safe inside a
+ * malloc hook: no allocation, no stdio, no lock shared with the allocator.
+ * Messages are formatted into a stack buffer and written with write(2), as
+ * mimalloc does for the same reason.
+ */
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t mtl__monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t mtl__now_ns(void)
+{
+    return mtl__monotonic_ns() - mtl__pl.start_ns;
+}
+
+void *mtl__pages_alloc(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void mtl__pages_free(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}
+
+size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    /* vsnprintf does not allocate for the plain conversions used here
+     * (%s %d %u %llu %x %zu). */
+    int n = vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return 0;
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+void mtl__say(const char *fmt, ...)
+{
+    char buf[512];
+    int saved = errno;
+    size_t n = mtl__fmt(buf, sizeof buf, "%s", "memtally: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+    va_end(ap);
+    if (m > 0)
+        n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
+    buf[n++] = '\n';
+    mtl__write_all(2, buf, n);
+    errno = saved;
+}
+
+int mtl__write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int mtl__gettid(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void mtl__spin_lock(atomic_int *l)
+{
+    for (unsigned i = 0;; i++) {
+        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        if (i > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+}
+
+int mtl__spin_trylock(atomic_int *l, unsigned spins)
+{
+    for (unsigned i = 0; i < spins; i++) {
+        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return 1;
+        if (i > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+    return 0;
+}

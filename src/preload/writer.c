@@ -1,0 +1,612 @@
+/*
+ * writer.c: the background thread that turns per-thread event chunks into
+ * the trace file (docs/FORMAT.md).
+ *
+ * Every MTL_ROUND_MS, or sooner when chunks fill up, a round:
+ *   1. collect every thread's chunk (events.c) and note the cutoff time;
+ *   2. write the definitions made since the last round: modules, then new
+ *      stack nodes, so that every record refers only to what came before;
+ *   3. merge the chunks by timestamp and encode the events older than the
+ *      cutoff as varint records with deltas (time, pointer); younger ones
+ *      stay for the next round;
+ *   4. when the block buffer holds MTL_BLOCK_TARGET bytes or has waited
+ *      MTL_BLOCK_MAX_AGE_MS, compress it into one zstd frame with a
+ *      checksum and write(2) it, header first: a self-delimiting block.
+ *
+ * Only this thread (or a finishing thread, under wmu) writes the file.  It
+ * marks itself as inside memtally, so zstd's own allocations pass straight
+ * through the hooks unrecorded.
+ */
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "common/varint.h"
+#include "trace/format.h"
+
+#define MTL_BLOCK_TARGET (1u << 20)
+#define MTL_BLOCK_MAX_AGE_MS 250
+#define RAW_CAP (MTL_BLOCK_TARGET + (64u << 10))
+#define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
+
+int mtl__writer_running;
+
+static struct {
+    pthread_mutex_t wmu;       /* one round at a time */
+    pthread_mutex_t wake_mu;
+    pthread_cond_t wake;
+    int woken;
+    pthread_t thread;
+    atomic_int finish_reason;  /* -1, or the END reason requested */
+    int finish_detail;
+    atomic_int done;           /* the END record is written */
+    ZSTD_CCtx *zc;
+    uint8_t *raw;              /* the block being filled */
+    size_t used;
+    uint8_t *out;              /* its compressed form */
+    size_t out_cap;
+    uint64_t block_started_ns;
+    struct mtl__chunk **runs;  /* chunks with unwritten events */
+    size_t nruns;
+    /* encoder state, carried from block to block */
+    uint64_t last_us, last_ptr;
+    uint32_t cur_thread;
+    uint64_t last_rss;
+    int statm_fd;
+    int failed;                /* a write failed: recording stopped */
+} w = {
+    .wmu = PTHREAD_MUTEX_INITIALIZER,
+    .wake_mu = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .finish_reason = -1,
+    .statm_fd = -1,
+};
+
+/* --- blocks ------------------------------------------------------------ */
+
+static void flush_block(void)
+{
+    if (w.used == 0 || w.failed)
+        return;
+    size_t c = ZSTD_compress2(w.zc, w.out + MTL_BLOCK_HEADER_SIZE,
+                              w.out_cap - MTL_BLOCK_HEADER_SIZE, w.raw, w.used);
+    if (ZSTD_isError(c)) {
+        mtl__say("cannot compress a trace block: %s; recording stopped",
+                 ZSTD_getErrorName(c));
+        w.failed = 1;
+        return;
+    }
+    mtl__put_u32le(w.out, MTL_BLOCK_MAGIC);
+    mtl__put_u32le(w.out + 4, (uint32_t)c);
+    mtl__put_u32le(w.out + 8, (uint32_t)w.used);
+    mtl__put_u32le(w.out + 12, mtl__block_check((uint32_t)c, (uint32_t)w.used));
+    int rc = mtl__write_all(mtl__pl.fd, w.out, MTL_BLOCK_HEADER_SIZE + c);
+    if (rc < 0) {
+        mtl__say("cannot write %s: %s; recording stopped", mtl__pl.opt.output,
+                 strerror(-rc));
+        w.failed = 1;
+    }
+    w.used = 0;
+}
+
+/* Makes room for n more bytes in the block, flushing it if need be. */
+static inline uint8_t *reserve(size_t n)
+{
+    if (w.used + n > RAW_CAP)
+        flush_block();
+    return w.raw + w.used;
+}
+
+static inline void commit(uint8_t *end)
+{
+    w.used = (size_t)(end - w.raw);
+    if (w.used == 0)
+        return;
+}
+
+static uint8_t *put_str(uint8_t *p, const char *s, size_t n)
+{
+    p = mtl__put_varint(p, n);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* --- the header -------------------------------------------------------- */
+
+enum { HK_PROGRAM = 1, HK_CMDLINE, HK_PID, HK_PPID, HK_START_UNIX_US, HK_MODE,
+       HK_SAMPLE_RATE, HK_MAX_DEPTH };
+
+static uint8_t *hdr_int(uint8_t *p, unsigned key, uint64_t v)
+{
+    p = mtl__put_varint(p, key);
+    p = mtl__put_varint(p, 0);
+    return mtl__put_varint(p, v);
+}
+
+static uint8_t *hdr_str(uint8_t *p, unsigned key, const char *s, size_t n)
+{
+    p = mtl__put_varint(p, key);
+    p = mtl__put_varint(p, 1);
+    return put_str(p, s, n);
+}
+
+static void write_header_record(void)
+{
+    char exe[4096], cmd[8192];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    size_t clen = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r;
+        while (clen < sizeof cmd &&
+               (r = read(fd, cmd + clen, sizeof cmd - clen)) > 0)
+            clen += (size_t)r;
+        close(fd);
+    }
+    while (clen > 0 && cmd[clen - 1] == '\0')
+        clen--;
+    for (size_t i = 0; i < clen; i++)
+        if (cmd[i] == '\0')
+            cmd[i] = ' ';
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+
+    uint8_t *p = reserve(sizeof exe + sizeof cmd + 128);
+    *p++ = MTL_REC_HEADER;
+    p = mtl__put_varint(p, 8);
+    p = hdr_str(p, HK_PROGRAM, exe, strlen(exe));
+    p = hdr_str(p, HK_CMDLINE, cmd, clen);
+    p = hdr_int(p, HK_PID, (uint64_t)getpid());
+    p = hdr_int(p, HK_PPID, (uint64_t)getppid());
+    p = hdr_int(p, HK_START_UNIX_US,
+                (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec);
+    p = hdr_int(p, HK_MODE, 0);
+    p = hdr_int(p, HK_SAMPLE_RATE, 0);
+    p = hdr_int(p, HK_MAX_DEPTH, mtl__pl.opt.depth);
+    commit(p);
+}
+
+/* --- opening ----------------------------------------------------------- */
+
+/* Expands %p (pid) and %e (executable name) of the pattern into out. */
+static void expand_pattern(char *out, size_t cap, const char *pattern)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    size_t o = 0;
+    for (const char *s = pattern; *s && o + 1 < cap; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            o += mtl__fmt(out + o, cap - o, "%d", (int)getpid());
+            s++;
+        } else if (s[0] == '%' && s[1] == 'e') {
+            o += mtl__fmt(out + o, cap - o, "%s", base);
+            s++;
+        } else {
+            out[o++] = *s;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* Opens the trace: the exact path the CLI chose for the first process, else
+ * the pattern, never overwriting another process's trace (.1, .2, ...). */
+static int open_output(int exact)
+{
+    char path[sizeof mtl__pl.opt.output];
+    if (exact) {
+        int fd = open(mtl__pl.opt.output,
+                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        return fd < 0 ? -errno : fd;
+    }
+    expand_pattern(path, sizeof path, mtl__pl.opt.pattern);
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", path);
+        else
+            mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s.%d",
+                     path, i);
+        int fd = open(mtl__pl.opt.output,
+                      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd < 0 ? -errno : fd;
+    }
+    return -EEXIST;
+}
+
+static int start_file(int exact)
+{
+    int fd = open_output(exact);
+    if (fd < 0) {
+        mtl__say("cannot create trace %s: %s; the program runs unprofiled",
+                 mtl__pl.opt.output[0] ? mtl__pl.opt.output : mtl__pl.opt.pattern,
+                 strerror(-fd));
+        return -1;
+    }
+    mtl__pl.fd = fd;
+    uint8_t hdr[MTL_FILE_HEADER_SIZE] = {0};
+    memcpy(hdr, MTL_FILE_MAGIC, 8);
+    mtl__put_u32le(hdr + 8, MTL_FORMAT_VERSION);
+    if (mtl__write_all(fd, hdr, sizeof hdr) < 0)
+        return -1;
+    w.used = 0;
+    w.last_us = w.last_ptr = 0;
+    w.cur_thread = UINT32_MAX;
+    w.last_rss = 0;
+    w.failed = 0;
+    w.block_started_ns = mtl__now_ns();
+    write_header_record();
+    flush_block();
+    return w.failed ? -1 : 0;
+}
+
+int mtl__writer_open(void)
+{
+    w.raw = mtl__pages_alloc(RAW_CAP);
+    w.out_cap = ZSTD_compressBound(RAW_CAP) + MTL_BLOCK_HEADER_SIZE;
+    w.out = mtl__pages_alloc(w.out_cap);
+    w.runs = mtl__pages_alloc(MAX_RUNS * sizeof *w.runs);
+    if (!w.raw || !w.out || !w.runs)
+        return -1;
+    mtl__tls.in_hook++;
+    w.zc = ZSTD_createCCtx();
+    if (w.zc) {
+        ZSTD_CCtx_setParameter(w.zc, ZSTD_c_compressionLevel, 3);
+        ZSTD_CCtx_setParameter(w.zc, ZSTD_c_checksumFlag, 1);
+    }
+    mtl__tls.in_hook--;
+    if (!w.zc)
+        return -1;
+    w.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    return start_file(mtl__pl.opt.output[0] != '\0');
+}
+
+/* --- encoding events --------------------------------------------------- */
+
+static inline uint8_t *put_dt(uint8_t *p, uint64_t t_ns)
+{
+    uint64_t us = t_ns / 1000;
+    /* Events arrive in time order; a stamp from before the last one can
+     * only be a thread-exit name refresh racing a round: clamp it. */
+    uint64_t dt = us > w.last_us ? us - w.last_us : 0;
+    if (us > w.last_us)
+        w.last_us = us;
+    return mtl__put_varint(p, dt);
+}
+
+static void encode(const struct mtl__ev *e)
+{
+    uint8_t *p = reserve(64);
+    unsigned type = MTL__EV_TYPE(e);
+    uint64_t t = MTL__EV_TIME(e);
+    if ((type == MTL__EV_ALLOC || type == MTL__EV_FREE) &&
+        e->thread != w.cur_thread) {
+        *p++ = MTL_REC_THREAD_SWITCH;
+        p = mtl__put_varint(p, e->thread);
+        w.cur_thread = e->thread;
+    }
+    switch (type) {
+    case MTL__EV_ALLOC:
+        *p++ = MTL_REC_ALLOC;
+        p = put_dt(p, t);
+        p = mtl__put_varint(p, e->b);
+        p = mtl__put_varint(p, e->stack);
+        p = mtl__put_varint(p, mtl__zigzag((int64_t)(e->a - w.last_ptr)));
+        w.last_ptr = e->a;
+        break;
+    case MTL__EV_FREE:
+        *p++ = MTL_REC_FREE;
+        p = put_dt(p, t);
+        p = mtl__put_varint(p, mtl__zigzag((int64_t)(e->a - w.last_ptr)));
+        w.last_ptr = e->a;
+        break;
+    case MTL__EV_THREAD_START:
+        *p++ = MTL_REC_THREAD_START;
+        p = put_dt(p, t);
+        p = mtl__put_varint(p, e->thread);
+        p = mtl__put_varint(p, e->a);
+        break;
+    case MTL__EV_THREAD_NAME: {
+        char name[17];
+        memcpy(name, &e->a, 8);
+        memcpy(name + 8, &e->b, 8);
+        name[16] = '\0';
+        *p++ = MTL_REC_THREAD_NAME;
+        p = put_dt(p, t);
+        p = mtl__put_varint(p, e->thread);
+        p = put_str(p, name, strlen(name));
+        break;
+    }
+    case MTL__EV_THREAD_EXIT:
+        *p++ = MTL_REC_THREAD_EXIT;
+        p = put_dt(p, t);
+        p = mtl__put_varint(p, e->thread);
+        break;
+    }
+    commit(p);
+}
+
+/* --- merging ----------------------------------------------------------- */
+
+static inline uint64_t run_time(size_t r)
+{
+    const struct mtl__chunk *c = w.runs[r];
+    return MTL__EV_TIME(&c->ev[c->pos]);
+}
+
+/* A binary min-heap of run indices by their next event's time. */
+static void sift_down(size_t *heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && run_time(heap[l]) < run_time(heap[m]))
+            m = l;
+        if (l + 1 < n && run_time(heap[l + 1]) < run_time(heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        size_t t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+static void merge_runs(uint64_t cutoff)
+{
+    static size_t heap[MAX_RUNS];
+    size_t n = 0;
+    for (size_t r = 0; r < w.nruns; r++)
+        if (w.runs[r]->pos < w.runs[r]->n && run_time(r) < cutoff)
+            heap[n++] = r;
+    for (size_t i = n; i-- > 0;)
+        sift_down(heap, n, i);
+    while (n > 0) {
+        struct mtl__chunk *c = w.runs[heap[0]];
+        encode(&c->ev[c->pos]);
+        c->pos++;
+        if (c->pos >= c->n || run_time(heap[0]) >= cutoff)
+            heap[0] = heap[--n];
+        sift_down(heap, n, 0);
+    }
+    /* Chunks written out go back to the pool; the rest wait. */
+    size_t keep = 0;
+    for (size_t r = 0; r < w.nruns; r++) {
+        if (w.runs[r]->pos >= w.runs[r]->n)
+            mtl__chunk_release(w.runs[r]);
+        else
+            w.runs[keep++] = w.runs[r];
+    }
+    w.nruns = keep;
+}
+
+/* --- rounds ------------------------------------------------------------ */
+
+static void write_definitions(void)
+{
+    int more;
+    do {
+        uint8_t *p = reserve(RAW_CAP / 2);
+        size_t n = mtl__modules_emit(p, RAW_CAP - w.used, &more);
+        w.used += n;
+        if (more)
+            flush_block();
+    } while (more && !w.failed);
+    do {
+        uint8_t *p = reserve(RAW_CAP / 2);
+        size_t n = mtl__stacks_emit(p, RAW_CAP - w.used, &more);
+        w.used += n;
+        if (more)
+            flush_block();
+    } while (more && !w.failed);
+}
+
+static void sample_rss(uint64_t t_ns)
+{
+    char buf[128];
+    if (w.statm_fd < 0)
+        return;
+    ssize_t n = pread(w.statm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    /* statm: size resident shared ... in pages */
+    const char *s = strchr(buf, ' ');
+    if (!s)
+        return;
+    uint64_t pages = 0;
+    for (s++; *s >= '0' && *s <= '9'; s++)
+        pages = pages * 10 + (uint64_t)(*s - '0');
+    uint64_t rss = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (rss == w.last_rss)
+        return;
+    w.last_rss = rss;
+    uint8_t *p = reserve(32);
+    *p++ = MTL_REC_RSS;
+    p = put_dt(p, t_ns);
+    p = mtl__put_varint(p, rss);
+    commit(p);
+}
+
+static void write_end(uint64_t now, unsigned reason, int detail)
+{
+    uint8_t *p = reserve(32);
+    *p++ = MTL_REC_END;
+    p = put_dt(p, now);
+    p = mtl__put_varint(p, reason);
+    p = mtl__put_varint(p, (uint64_t)detail);
+    commit(p);
+    flush_block();
+}
+
+/* One round; with wmu held.  final: write every event and the END record;
+ * trylock_spins: see mtl__collect. */
+static void round_locked(int final, unsigned trylock_spins)
+{
+    if (w.failed || atomic_load(&w.done))
+        return;
+    uint64_t cutoff = mtl__collect(w.runs, &w.nruns, MAX_RUNS, trylock_spins);
+    if (final)
+        cutoff = UINT64_MAX;
+    write_definitions();
+    merge_runs(cutoff);
+    uint64_t now = mtl__now_ns();
+    sample_rss(final ? now : cutoff);
+    if (final) {
+        write_end(now, (unsigned)atomic_load(&w.finish_reason), w.finish_detail);
+        atomic_store(&w.done, 1);
+        return;
+    }
+    if (w.used >= MTL_BLOCK_TARGET ||
+        now - w.block_started_ns >= MTL_BLOCK_MAX_AGE_MS * 1000000ull) {
+        flush_block();
+        w.block_started_ns = now;
+    }
+    if (w.failed)
+        mtl__stop_recording(NULL, 0);
+}
+
+static void *writer_main(void *arg)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    mtl__tls.in_hook = 1; /* nothing this thread allocates is the program's */
+    for (;;) {
+        pthread_mutex_lock(&w.wake_mu);
+        if (!w.woken && atomic_load(&w.finish_reason) < 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += MTL_ROUND_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&w.wake, &w.wake_mu, &until);
+        }
+        w.woken = 0;
+        pthread_mutex_unlock(&w.wake_mu);
+
+        int finish = atomic_load(&w.finish_reason) >= 0;
+        if (!finish && mtl__modules_changed())
+            mtl__modules_rescan();
+        pthread_mutex_lock(&w.wmu);
+        round_locked(finish, finish ? 200000 : 0);
+        pthread_mutex_unlock(&w.wmu);
+        if (finish || w.failed)
+            break;
+    }
+    return NULL;
+}
+
+int mtl__writer_start(void)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    mtl__tls.in_hook++;
+    int rc = pthread_create(&w.thread, &attr, writer_main, NULL);
+    mtl__tls.in_hook--;
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        return -1;
+    mtl__writer_running = 1;
+    return 0;
+}
+
+void mtl__writer_wake(void)
+{
+    pthread_mutex_lock(&w.wake_mu);
+    w.woken = 1;
+    pthread_cond_signal(&w.wake);
+    pthread_mutex_unlock(&w.wake_mu);
+}
+
+void mtl__writer_exec_begin(void)
+{
+    pthread_mutex_lock(&w.wmu);
+    if (atomic_load(&w.done) || mtl__pl.fd < 0)
+        return;
+    /* Everything up to now, then END: the trace is whole if exec works.
+     * wmu stays held so that the writer adds nothing after END. */
+    round_locked(0, 0);
+    round_locked(0, 0);
+    write_end(mtl__now_ns(), MTL_END_EXEC, 0);
+}
+
+void mtl__writer_exec_end(void)
+{
+    pthread_mutex_unlock(&w.wmu);
+}
+
+void mtl__writer_finish(int reason, int detail, unsigned timeout_ms)
+{
+    int expected = -1;
+    if (!atomic_compare_exchange_strong(&w.finish_reason, &expected, reason))
+        goto wait; /* someone else is finishing: wait for them */
+    w.finish_detail = detail;
+    if (mtl__writer_running && !pthread_equal(pthread_self(), w.thread)) {
+        mtl__writer_wake();
+        goto wait;
+    }
+    /* No writer thread (it failed to start, or we are early): finish here,
+     * unless we are in a signal handler, where zstd may not allocate. */
+    if (reason != MTL_END_SIGNAL) {
+        mtl__tls.in_hook++;
+        pthread_mutex_lock(&w.wmu);
+        round_locked(1, 200000);
+        pthread_mutex_unlock(&w.wmu);
+        mtl__tls.in_hook--;
+    }
+wait:
+    for (unsigned ms = 0; !atomic_load(&w.done) && ms < timeout_ms; ms++) {
+        struct timespec one = {0, 1000000};
+        nanosleep(&one, NULL);
+    }
+    if (atomic_load(&w.done) && mtl__writer_running &&
+        !pthread_equal(pthread_self(), w.thread)) {
+        pthread_join(w.thread, NULL);
+        mtl__writer_running = 0;
+    }
+    if (atomic_load(&w.done) && mtl__pl.fd >= 0) {
+        close(mtl__pl.fd);
+        mtl__pl.fd = -1;
+    }
+}
+
+/* Child of fork that records on: a new trace that repeats the definitions
+ * the parent had written to its own, and a writer thread of its own. */
+void mtl__writer_after_fork_child(void)
+{
+    pthread_mutex_init(&w.wmu, NULL);
+    pthread_mutex_init(&w.wake_mu, NULL);
+    pthread_cond_init(&w.wake, NULL);
+    w.woken = 0;
+    mtl__writer_running = 0;
+    atomic_store(&w.finish_reason, -1);
+    atomic_store(&w.done, 0);
+    for (size_t r = 0; r < w.nruns; r++)
+        mtl__chunk_release(w.runs[r]);
+    w.nruns = 0;
+    if (mtl__pl.fd >= 0)
+        close(mtl__pl.fd);
+    mtl__pl.fd = -1;
+    mtl__modules_rewind();
+    mtl__stacks_rewind();
+    if (w.statm_fd >= 0)
+        close(w.statm_fd); /* it was the parent's /proc entry */
+    w.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (start_file(0) < 0 || mtl__writer_start() < 0)
+        mtl__stop_recording(NULL, 0);
+}

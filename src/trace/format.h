@@ -1,0 +1,72 @@
+/*
+ * format.h: constants of the trace file format, shared by the recorder
+ * (src/preload) and the reader (src/trace/reader.c).  docs/FORMAT.md is the
+ * specification; change both together and bump MTL_FORMAT_VERSION when a
+ * reader of the old version could misread the new files.
+ */
+#ifndef MTL_TRACE_FORMAT_H
+#define MTL_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
+#define MTL_FORMAT_VERSION 1u       /* u32 little endian at offset 8 */
+#define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
+
+/* Every block: u32 magic, u32 compressed size, u32 raw size, u32 check of
+ * the three, then the zstd frame (with its content checksum). */
+#define MTL_BLOCK_MAGIC 0x4b4c424du /* "MBLK" */
+#define MTL_BLOCK_HEADER_SIZE 16
+#define MTL_BLOCK_MAX_RAW (8u << 20)
+
+/* Record types inside a block's payload (one byte each, then fields). */
+enum mtl__record {
+    MTL_REC_HEADER = 0x01,        /* first record of the first block */
+    MTL_REC_MODULE_LOAD = 0x02,
+    MTL_REC_MODULE_UNLOAD = 0x03,
+    MTL_REC_STACK_NODES = 0x04,
+    MTL_REC_STRING = 0x05,
+    MTL_REC_THREAD_START = 0x06,
+    MTL_REC_THREAD_NAME = 0x07,
+    MTL_REC_THREAD_EXIT = 0x08,
+    MTL_REC_THREAD_SWITCH = 0x09,
+    MTL_REC_ALLOC = 0x0a,
+    MTL_REC_FREE = 0x0b,
+    MTL_REC_ALLOC_EX = 0x0c,
+    MTL_REC_RSS = 0x0d,
+    MTL_REC_END = 0x0e,
+};
+
+/* Flags of an ALLOC_EX record. */
+#define MTL_ALLOC_EX_TAG 0x1u     /* a type tag string id follows */
+
+/* Why a trace ended (the END record). */
+enum mtl__end_reason {
+    MTL_END_EXIT = 0,
+    MTL_END_EXEC = 1,
+    MTL_END_SIGNAL = 2,
+    MTL_END_STOP = 3,
+};
+
+/* The check word of a block header. */
+static inline uint32_t mtl__block_check(uint32_t csize, uint32_t rsize)
+{
+    uint32_t h = MTL_BLOCK_MAGIC ^ (csize * 0x9e3779b1u) ^ (rsize * 0x85ebca77u);
+    return h ^ (h >> 15);
+}
+
+static inline void mtl__put_u32le(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint32_t mtl__get_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+#endif

@@ -1,0 +1,773 @@
+/*
+ * reader.c: the public trace reader (include/memtally/trace.h).
+ *
+ * Reads a trace block by block (docs/FORMAT.md): checks each block header,
+ * decompresses its zstd frame (whose checksum catches damage), and decodes
+ * its records one at a time.  Definitions (stack nodes, modules, threads,
+ * strings) are kept; events are handed out and forgotten, so memory grows
+ * with unique stacks, never with events.
+ *
+ * A file that ends inside a block, or before the END record, is truncated:
+ * everything before is returned and info.truncated is set.  Anything that
+ * cannot be a valid trace is MTL_ECORRUPT; nothing here trusts a size read
+ * from the file without checking it against what is left.
+ */
+#include "memtally/trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "common/varint.h"
+#include "trace/format.h"
+
+#define MAX_THREADS (1u << 22)
+#define MAX_MODULES (1u << 16)
+#define MAX_STRINGS (1u << 24)
+#define MAX_NODES (1u << 28)
+
+struct module_range {
+    uint64_t start, end; /* [start, end) in the address space */
+    uint32_t module;
+};
+
+struct mtl_reader {
+    int fd;
+    struct mtl_trace_info info;
+    char *program, *command_line;
+    ZSTD_DCtx *dctx;
+    uint8_t *cbuf, *raw;
+    size_t cbuf_cap;
+    const uint8_t *p, *end; /* records left in the current block */
+    uint64_t blocks;
+    int at_eof;
+
+    /* decoder state */
+    uint64_t last_us, last_ptr;
+    uint32_t cur_thread;
+
+    /* stacks: node 0 is the root */
+    uint32_t *parent;
+    uint64_t *frame;   /* addr, or string id for custom frames */
+    uint8_t *custom;
+    uint32_t *node_module;
+    uint32_t nnodes, nodes_cap;
+
+    struct mtl_thread *threads;
+    uint32_t nthreads, threads_cap;
+
+    struct mtl_module *modules;
+    uint32_t nmodules;
+    struct module_range *ranges; /* of loaded modules, sorted by start */
+    uint32_t nranges;
+
+    char **strings;
+    uint32_t nstrings;
+};
+
+static const char *const error_text[] = {
+#define MTL_ERR_TEXT_(name, text) text,
+    MTL_ERRNO_MAP(MTL_ERR_TEXT_)
+#undef MTL_ERR_TEXT_
+};
+
+const char *mtl_strerror(int code)
+{
+    int i = code - MTL_E_FIRST_ - 1;
+    if (i >= 0 && (size_t)i < sizeof error_text / sizeof *error_text)
+        return error_text[i];
+    return "unknown error";
+}
+
+static int from_errno(int e)
+{
+    switch (e) {
+    case ENOENT: case ENOTDIR: return MTL_ENOENT;
+    case EACCES: case EPERM: return MTL_EACCES;
+    case ENOMEM: return MTL_ENOMEM;
+    case EISDIR: return MTL_EINVAL;
+    default: return MTL_EIO;
+    }
+}
+
+/* Reads exactly n bytes; returns n, fewer at end of file, or -1. */
+static ssize_t read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, (size_t)n * elem);
+    if (!p)
+        return MTL_ENOMEM;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+/* Loads the next block.  Returns 1, 0 at the end (truncated is set when the
+ * file stops inside a block), or a negative code. */
+static int next_block(struct mtl_reader *r)
+{
+    uint8_t h[MTL_BLOCK_HEADER_SIZE];
+    ssize_t n = read_full(r->fd, h, sizeof h);
+    if (n < 0)
+        return from_errno(errno);
+    if (n == 0)
+        return 0;
+    if (n < (ssize_t)sizeof h) {
+        r->info.truncated = 1;
+        return 0;
+    }
+    uint32_t csize = mtl__get_u32le(h + 4), rsize = mtl__get_u32le(h + 8);
+    if (mtl__get_u32le(h) != MTL_BLOCK_MAGIC ||
+        mtl__get_u32le(h + 12) != mtl__block_check(csize, rsize) ||
+        rsize > MTL_BLOCK_MAX_RAW || csize > ZSTD_compressBound(MTL_BLOCK_MAX_RAW))
+        return MTL_ECORRUPT;
+    if (csize > r->cbuf_cap) {
+        uint8_t *b = realloc(r->cbuf, csize);
+        if (!b)
+            return MTL_ENOMEM;
+        r->cbuf = b;
+        r->cbuf_cap = csize;
+    }
+    n = read_full(r->fd, r->cbuf, csize);
+    if (n < 0)
+        return from_errno(errno);
+    if ((size_t)n < csize) {
+        r->info.truncated = 1;
+        return 0;
+    }
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, MTL_BLOCK_MAX_RAW, r->cbuf, csize);
+    if (ZSTD_isError(got) || got != rsize)
+        return MTL_ECORRUPT;
+    r->p = r->raw;
+    r->end = r->raw + rsize;
+    r->blocks++;
+    return 1;
+}
+
+#define GET(v)                                                               \
+    do {                                                                     \
+        if (mtl__get_varint(&r->p, r->end, &(v)) < 0)                        \
+            return MTL_ECORRUPT;                                             \
+    } while (0)
+
+static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
+{
+    uint64_t len;
+    GET(len);
+    if (len > (uint64_t)(r->end - r->p))
+        return MTL_ECORRUPT;
+    *s = r->p;
+    *n = (size_t)len;
+    r->p += len;
+    return 0;
+}
+
+static char *dup_bytes(const uint8_t *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static int read_header(struct mtl_reader *r)
+{
+    uint64_t nfields;
+    GET(nfields);
+    for (uint64_t i = 0; i < nfields; i++) {
+        uint64_t key, kind, v = 0;
+        const uint8_t *s = NULL;
+        size_t n = 0;
+        GET(key);
+        GET(kind);
+        if (kind == 0) {
+            GET(v);
+        } else if (kind == 1) {
+            int rc = get_bytes(r, &s, &n);
+            if (rc < 0)
+                return rc;
+        } else {
+            return MTL_ECORRUPT;
+        }
+        switch (key) {
+        case 1: free(r->program); r->program = dup_bytes(s, n); break;
+        case 2: free(r->command_line); r->command_line = dup_bytes(s, n); break;
+        case 3: r->info.pid = (uint32_t)v; break;
+        case 4: r->info.ppid = (uint32_t)v; break;
+        case 5: r->info.start_unix_us = v; break;
+        case 6: r->info.mode = v ? MTL_MODE_SAMPLED : MTL_MODE_FULL; break;
+        case 7: r->info.sample_rate = v; break;
+        case 8: r->info.max_depth = (uint32_t)v; break;
+        default: break; /* a newer writer's field: skip */
+        }
+    }
+    r->info.program = r->program ? r->program : "";
+    r->info.command_line = r->command_line ? r->command_line : "";
+    return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct module_range *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int rebuild_ranges(struct mtl_reader *r)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->nmodules; i++)
+        if (r->modules[i].path && !r->modules[i].unload_us)
+            n += (uint32_t)r->modules[i].nsegments;
+    struct module_range *g = realloc(r->ranges, (n ? n : 1) * sizeof *g);
+    if (!g)
+        return MTL_ENOMEM;
+    r->ranges = g;
+    n = 0;
+    for (uint32_t i = 0; i < r->nmodules; i++) {
+        const struct mtl_module *m = &r->modules[i];
+        if (!m->path || m->unload_us)
+            continue;
+        for (size_t s = 0; s < m->nsegments; s++) {
+            g[n].start = m->base + m->segments[s].vaddr;
+            g[n].end = g[n].start + m->segments[s].memsz;
+            g[n].module = i;
+            n++;
+        }
+    }
+    qsort(g, n, sizeof *g, cmp_range);
+    r->nranges = n;
+    return 0;
+}
+
+static uint32_t module_of(const struct mtl_reader *r, uint64_t addr)
+{
+    uint32_t lo = 0, hi = r->nranges;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->ranges[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && addr < r->ranges[lo - 1].end)
+        return r->ranges[lo - 1].module;
+    return UINT32_MAX;
+}
+
+static int read_module(struct mtl_reader *r, struct mtl_event *ev)
+{
+    uint64_t index, t, base, nseg;
+    const uint8_t *s, *bid;
+    size_t slen, blen;
+    int rc;
+    GET(index);
+    GET(t);
+    GET(base);
+    if ((rc = get_bytes(r, &s, &slen)) < 0 || (rc = get_bytes(r, &bid, &blen)) < 0)
+        return rc;
+    GET(nseg);
+    if (index >= MAX_MODULES || nseg > 64)
+        return MTL_ECORRUPT;
+    if (index >= r->nmodules) {
+        struct mtl_module *m = realloc(r->modules, (index + 1) * sizeof *m);
+        if (!m)
+            return MTL_ENOMEM;
+        memset(m + r->nmodules, 0, (index + 1 - r->nmodules) * sizeof *m);
+        r->modules = m;
+        r->nmodules = (uint32_t)index + 1;
+    }
+    struct mtl_module *m = &r->modules[index];
+    if (m->path)
+        return MTL_ECORRUPT; /* defined twice */
+    struct mtl_segment *seg = calloc(nseg ? nseg : 1, sizeof *seg);
+    char *path = dup_bytes(s, slen);
+    uint8_t *b = blen ? malloc(blen) : NULL;
+    if (!seg || !path || (blen && !b)) {
+        free(seg);
+        free(path);
+        free(b);
+        return MTL_ENOMEM;
+    }
+    for (uint64_t i = 0; i < nseg; i++) {
+        uint64_t flags;
+        GET(seg[i].vaddr);
+        GET(seg[i].memsz);
+        GET(flags);
+        seg[i].flags = (uint32_t)flags;
+    }
+    if (blen)
+        memcpy(b, bid, blen);
+    m->index = (uint32_t)index;
+    m->path = path;
+    m->base = base;
+    m->build_id = b;
+    m->build_id_size = blen;
+    m->segments = seg;
+    m->nsegments = nseg;
+    m->load_us = t;
+    ev->type = MTL_EV_MODULE_LOAD;
+    ev->time_us = t;
+    ev->module = (uint32_t)index;
+    return rebuild_ranges(r);
+}
+
+static int read_stack_nodes(struct mtl_reader *r)
+{
+    uint64_t first, count;
+    GET(first);
+    GET(count);
+    if (first != r->nnodes || count > MAX_NODES - r->nnodes)
+        return MTL_ECORRUPT;
+    uint32_t need = r->nnodes + (uint32_t)count;
+    uint32_t cap = r->nodes_cap;
+    if (grow((void **)&r->parent, &cap, need, sizeof *r->parent) < 0)
+        return MTL_ENOMEM;
+    cap = r->nodes_cap;
+    if (grow((void **)&r->frame, &cap, need, sizeof *r->frame) < 0)
+        return MTL_ENOMEM;
+    cap = r->nodes_cap;
+    if (grow((void **)&r->custom, &cap, need, sizeof *r->custom) < 0)
+        return MTL_ENOMEM;
+    cap = r->nodes_cap;
+    if (grow((void **)&r->node_module, &cap, need, sizeof *r->node_module) < 0)
+        return MTL_ENOMEM;
+    r->nodes_cap = cap;
+    for (uint32_t id = r->nnodes; id < need; id++) {
+        uint64_t dparent, word;
+        GET(dparent);
+        GET(word);
+        if (dparent == 0 || dparent > id)
+            return MTL_ECORRUPT;
+        uint32_t parent = id - (uint32_t)dparent;
+        r->parent[id] = parent;
+        if (word & 1) {
+            r->custom[id] = 1;
+            r->frame[id] = word >> 1;
+            r->node_module[id] = UINT32_MAX;
+        } else {
+            uint64_t paddr = (parent && !r->custom[parent]) ? r->frame[parent] : 0;
+            r->custom[id] = 0;
+            r->frame[id] = paddr + (uint64_t)mtl__unzigzag(word >> 1);
+            /* Native frames are return addresses: the call is just before. */
+            r->node_module[id] = module_of(r, r->frame[id] - 1);
+        }
+        r->nnodes = id + 1;
+    }
+    return 0;
+}
+
+static int thread_slot(struct mtl_reader *r, uint64_t index)
+{
+    if (index >= MAX_THREADS)
+        return MTL_ECORRUPT;
+    if (index >= r->nthreads) {
+        if (grow((void **)&r->threads, &r->threads_cap, (uint32_t)index + 1,
+                 sizeof *r->threads) < 0)
+            return MTL_ENOMEM;
+        for (uint32_t i = r->nthreads; i <= index; i++) {
+            r->threads[i].index = i;
+            if (!r->threads[i].name)
+                r->threads[i].name = "";
+        }
+        r->nthreads = (uint32_t)index + 1;
+    }
+    return 0;
+}
+
+static int set_thread_name(struct mtl_reader *r, uint32_t index,
+                           const uint8_t *s, size_t n)
+{
+    char *name = dup_bytes(s, n);
+    if (!name)
+        return MTL_ENOMEM;
+    struct mtl_thread *t = &r->threads[index];
+    if (t->name && *t->name)
+        free((char *)t->name);
+    t->name = name;
+    return 0;
+}
+
+static int advance_time(struct mtl_reader *r, struct mtl_event *ev)
+{
+    uint64_t dt;
+    GET(dt);
+    r->last_us += dt;
+    ev->time_us = r->last_us;
+    if (r->last_us > r->info.duration_us)
+        r->info.duration_us = r->last_us;
+    return 0;
+}
+
+/* Decodes one record; returns 1 when it filled *ev, 0 for a definition. */
+static int read_record(struct mtl_reader *r, struct mtl_event *ev)
+{
+    uint8_t type = *r->p++;
+    uint64_t v, v2;
+    int rc;
+    memset(ev, 0, sizeof *ev);
+    if (type != MTL_REC_END && r->info.complete)
+        r->info.complete = 0; /* records after END: exec failed, went on */
+    switch (type) {
+    case MTL_REC_HEADER:
+        return read_header(r);
+    case MTL_REC_MODULE_LOAD:
+        return (rc = read_module(r, ev)) < 0 ? rc : 1;
+    case MTL_REC_MODULE_UNLOAD:
+        GET(v);
+        GET(v2);
+        if (v >= r->nmodules || !r->modules[v].path)
+            return MTL_ECORRUPT;
+        r->modules[v].unload_us = v2 ? v2 : 1;
+        ev->type = MTL_EV_MODULE_UNLOAD;
+        ev->time_us = v2;
+        ev->module = (uint32_t)v;
+        return (rc = rebuild_ranges(r)) < 0 ? rc : 1;
+    case MTL_REC_STACK_NODES:
+        return read_stack_nodes(r);
+    case MTL_REC_STRING: {
+        const uint8_t *s;
+        size_t n;
+        GET(v);
+        if ((rc = get_bytes(r, &s, &n)) < 0)
+            return rc;
+        if (v != r->nstrings + 1 || v >= MAX_STRINGS)
+            return MTL_ECORRUPT;
+        char **a = realloc(r->strings, (r->nstrings + 2) * sizeof *a);
+        if (!a)
+            return MTL_ENOMEM;
+        r->strings = a;
+        if (!(a[v] = dup_bytes(s, n)))
+            return MTL_ENOMEM;
+        a[0] = NULL;
+        r->nstrings++;
+        return 0;
+    }
+    case MTL_REC_THREAD_START:
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        GET(v2);
+        if ((rc = thread_slot(r, v)) < 0)
+            return rc;
+        r->threads[v].tid = (uint32_t)v2;
+        r->threads[v].start_us = ev->time_us;
+        ev->type = MTL_EV_THREAD_START;
+        ev->thread = (uint32_t)v;
+        return 1;
+    case MTL_REC_THREAD_NAME: {
+        const uint8_t *s;
+        size_t n;
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        if ((rc = get_bytes(r, &s, &n)) < 0 || (rc = thread_slot(r, v)) < 0 ||
+            (rc = set_thread_name(r, (uint32_t)v, s, n)) < 0)
+            return rc;
+        ev->type = MTL_EV_THREAD_NAME;
+        ev->thread = (uint32_t)v;
+        return 1;
+    }
+    case MTL_REC_THREAD_EXIT:
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        if ((rc = thread_slot(r, v)) < 0)
+            return rc;
+        r->threads[v].exit_us = ev->time_us ? ev->time_us : 1;
+        ev->type = MTL_EV_THREAD_EXIT;
+        ev->thread = (uint32_t)v;
+        return 1;
+    case MTL_REC_THREAD_SWITCH:
+        GET(v);
+        if ((rc = thread_slot(r, v)) < 0)
+            return rc;
+        r->cur_thread = (uint32_t)v;
+        return 0;
+    case MTL_REC_ALLOC:
+    case MTL_REC_ALLOC_EX: {
+        uint64_t size, stack, dptr, flags = 0, tag = 0;
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(size);
+        GET(stack);
+        GET(dptr);
+        if (type == MTL_REC_ALLOC_EX) {
+            GET(flags);
+            if (flags & MTL_ALLOC_EX_TAG)
+                GET(tag);
+        }
+        if (stack >= r->nnodes || tag > r->nstrings)
+            return MTL_ECORRUPT;
+        r->last_ptr += (uint64_t)mtl__unzigzag(dptr);
+        ev->type = MTL_EV_ALLOC;
+        ev->thread = r->cur_thread;
+        ev->ptr = r->last_ptr;
+        ev->size = size;
+        ev->stack = (uint32_t)stack;
+        ev->tag = (uint32_t)tag;
+        ev->weight_count = 1;
+        ev->weight_bytes = (double)size;
+        return 1;
+    }
+    case MTL_REC_FREE:
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        r->last_ptr += (uint64_t)mtl__unzigzag(v);
+        ev->type = MTL_EV_FREE;
+        ev->thread = r->cur_thread;
+        ev->ptr = r->last_ptr;
+        return 1;
+    case MTL_REC_RSS:
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        ev->type = MTL_EV_RSS;
+        ev->size = v;
+        return 1;
+    case MTL_REC_END: {
+        struct mtl_event ignored;
+        if ((rc = advance_time(r, &ignored)) < 0)
+            return rc;
+        GET(v);
+        GET(v2);
+        r->info.complete = 1;
+        return 0;
+    }
+    default:
+        return MTL_ECORRUPT;
+    }
+}
+
+int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
+{
+    for (;;) {
+        while (r->p < r->end) {
+            int rc = read_record(r, ev);
+            if (rc != 0)
+                return rc;
+        }
+        if (r->at_eof)
+            return 0;
+        int rc = next_block(r);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            r->at_eof = 1;
+            if (!r->info.complete)
+                r->info.truncated = 1;
+            return 0;
+        }
+    }
+}
+
+int mtl_reader_open(struct mtl_reader **out, const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return from_errno(errno);
+    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode) ? MTL_EINVAL : MTL_EIO;
+    }
+    uint8_t h[MTL_FILE_HEADER_SIZE];
+    ssize_t n = read_full(fd, h, sizeof h);
+    if (n < 0) {
+        int e = from_errno(errno);
+        close(fd);
+        return e;
+    }
+    if (n < 8 || memcmp(h, MTL_FILE_MAGIC, 8) != 0) {
+        close(fd);
+        return MTL_ENOTTRACE;
+    }
+    if (n < (ssize_t)sizeof h) {
+        close(fd);
+        return MTL_ECORRUPT;
+    }
+    if (mtl__get_u32le(h + 8) != MTL_FORMAT_VERSION) {
+        close(fd);
+        return MTL_EVERSION;
+    }
+    struct mtl_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        close(fd);
+        return MTL_ENOMEM;
+    }
+    r->fd = fd;
+    r->info.version = MTL_FORMAT_VERSION;
+    r->info.program = r->info.command_line = "";
+    r->dctx = ZSTD_createDCtx();
+    r->raw = malloc(MTL_BLOCK_MAX_RAW);
+    r->nnodes = 1;
+    uint32_t cap = 0;
+    if (!r->dctx || !r->raw ||
+        grow((void **)&r->parent, &cap, 1024, sizeof *r->parent) < 0 ||
+        (cap = 0, grow((void **)&r->frame, &cap, 1024, sizeof *r->frame) < 0) ||
+        (cap = 0, grow((void **)&r->custom, &cap, 1024, sizeof *r->custom) < 0) ||
+        (cap = 0, grow((void **)&r->node_module, &cap, 1024, sizeof *r->node_module) < 0)) {
+        mtl_reader_close(r);
+        return MTL_ENOMEM;
+    }
+    r->nodes_cap = cap;
+    r->node_module[0] = UINT32_MAX;
+    /* The header record opens the first block. */
+    int rc = next_block(r);
+    if (rc == 0)
+        rc = MTL_ECORRUPT; /* not even the header: nothing to read */
+    if (rc > 0 && (r->p >= r->end || *r->p != MTL_REC_HEADER))
+        rc = MTL_ECORRUPT;
+    if (rc > 0) {
+        r->p++;
+        rc = read_header(r);
+    }
+    if (rc < 0) {
+        mtl_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r)
+{
+    return &r->info;
+}
+
+uint64_t mtl_reader_blocks(const struct mtl_reader *r)
+{
+    return r->blocks;
+}
+
+static void fill_frame(const struct mtl_reader *r, uint32_t id,
+                       struct mtl_frame *f)
+{
+    memset(f, 0, sizeof *f);
+    if (r->custom[id]) {
+        f->kind = MTL_FRAME_CUSTOM;
+        f->name = (uint32_t)r->frame[id];
+        f->module = UINT32_MAX;
+    } else {
+        f->kind = MTL_FRAME_NATIVE;
+        f->addr = r->frame[id];
+        f->module = r->node_module[id];
+    }
+}
+
+int mtl_reader_stack(const struct mtl_reader *r, uint32_t stack,
+                     struct mtl_frame *frames, size_t cap)
+{
+    if (stack >= r->nnodes)
+        return MTL_EINVAL;
+    int depth = 0;
+    for (uint32_t id = stack; id != 0; id = r->parent[id]) {
+        if ((size_t)depth < cap)
+            fill_frame(r, id, &frames[depth]);
+        depth++;
+    }
+    return depth;
+}
+
+int mtl_reader_stack_node(const struct mtl_reader *r, uint32_t stack,
+                          uint32_t *parent, struct mtl_frame *frame)
+{
+    if (stack == 0 || stack >= r->nnodes)
+        return MTL_EINVAL;
+    *parent = r->parent[stack];
+    fill_frame(r, stack, frame);
+    return 0;
+}
+
+uint32_t mtl_reader_stack_count(const struct mtl_reader *r)
+{
+    return r->nnodes;
+}
+
+const struct mtl_thread *mtl_reader_thread(const struct mtl_reader *r,
+                                           uint32_t index)
+{
+    return index < r->nthreads ? &r->threads[index] : NULL;
+}
+
+uint32_t mtl_reader_thread_count(const struct mtl_reader *r)
+{
+    return r->nthreads;
+}
+
+const struct mtl_module *mtl_reader_module(const struct mtl_reader *r,
+                                           uint32_t index)
+{
+    return index < r->nmodules && r->modules[index].path ? &r->modules[index] : NULL;
+}
+
+uint32_t mtl_reader_module_count(const struct mtl_reader *r)
+{
+    return r->nmodules;
+}
+
+const char *mtl_reader_string(const struct mtl_reader *r, uint32_t id)
+{
+    return id >= 1 && id <= r->nstrings ? r->strings[id] : NULL;
+}
+
+void mtl_reader_close(struct mtl_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->cbuf);
+    free(r->raw);
+    free(r->program);
+    free(r->command_line);
+    free(r->parent);
+    free(r->frame);
+    free(r->custom);
+    free(r->node_module);
+    for (uint32_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].name && *r->threads[i].name)
+            free((char *)r->threads[i].name);
+    free(r->threads);
+    for (uint32_t i = 0; i < r->nmodules; i++) {
+        free((char *)r->modules[i].path);
+        free((void *)r->modules[i].build_id);
+        free((void *)r->modules[i].segments);
+    }
+    free(r->modules);
+    free(r->ranges);
+    for (uint32_t i = 1; i <= r->nstrings; i++)
+        free(r->strings[i]);
+    free(r->strings);
+    free(r);
+}

@@ -1,0 +1,57 @@
+#!/bin/sh
+# A real program none of us wrote: Debian's sqlite3 shell runs a generated
+# SQL script on a database file (a table, 3000 inserts, an index, queries, a
+# delete).  memtally's totals must equal valgrind memcheck's "total heap
+# usage" line for the same run, exactly.  valgrind runs twice first, to prove
+# the program is deterministic with these inputs: if it were not, a mismatch
+# would say nothing about memtally.
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
+[ -x /usr/bin/sqlite3 ] || skip "sqlite3 is not installed"
+
+awk 'BEGIN {
+    print "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);"
+    print "BEGIN;"
+    for (i = 1; i <= 3000; i++)
+        printf "INSERT INTO t(name, v) VALUES(\047name%d\047, %d.5);\n", (i * 7919) % 3001, i % 97
+    print "COMMIT;"
+    print "CREATE INDEX t_name ON t(name);"
+    print "SELECT count(*), sum(v) FROM t;"
+    print "SELECT name FROM t WHERE name LIKE \047name12%\047 ORDER BY name LIMIT 3;"
+    print "SELECT v, count(*) FROM t GROUP BY v ORDER BY 2 DESC, 1 LIMIT 2;"
+    print "DELETE FROM t WHERE id % 3 = 0;"
+    print "SELECT count(*), max(name) FROM t;"
+}' >script.sql
+
+# The same fixed environment for every run: no ~/.sqliterc (HOME is this
+# empty directory), C locale, and a fresh database file each time (sqlite
+# allocates differently when it opens an existing database).
+run_sqlite() { # RUNNER...
+    rm -f t.db t.db-journal
+    env -i PATH=/usr/bin:/bin HOME="$TEST_TMP" LC_ALL=C "$@" \
+        /usr/bin/sqlite3 -batch t.db <script.sql
+}
+# vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
+vg_totals() {
+    sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
+}
+VG="valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+
+run_sqlite $VG --log-file=vg1.log >out.vg || fail "sqlite3 under valgrind failed"
+run_sqlite $VG --log-file=vg2.log >/dev/null || fail "sqlite3 under valgrind failed"
+truth=$(vg_totals vg1.log)
+[ -n "$truth" ] || fail "no heap summary in valgrind's log: $(cat vg1.log)"
+[ "$truth" = "$(vg_totals vg2.log)" ] ||
+    fail "sqlite3 is not deterministic under valgrind: $truth vs $(vg_totals vg2.log)"
+printf '3000|145275.0\nname12\nname120\nname1200\n1.5|31\n2.5|31\n2000|name999\n' >expected
+cmp -s expected out.vg || fail "unexpected output under valgrind: $(cat out.vg)"
+
+run_sqlite "$MEMTALLY" record -q -o sqlite3.mtly -- >out.mt || fail "memtally record failed"
+cmp -s expected out.mt || fail "unexpected output under memtally: $(cat out.mt)"
+
+set -- $truth
+"$MEMTALLY" info --json sqlite3.mtly >info.json || fail "memtally info failed"
+expect_eq "sqlite3 allocations (valgrind: $1)" "$1" "$(jq -r .allocations info.json)"
+expect_eq "sqlite3 frees (valgrind: $2)" "$2" "$(jq -r .frees info.json)"
+expect_eq "sqlite3 bytes_allocated (valgrind: $3)" "$3" "$(jq -r .bytes_allocated info.json)"
+expect_eq "sqlite3 truncated" false "$(jq -r .truncated info.json)"
