@@ -11,12 +11,14 @@
  * at the outermost frame: node = (parent node, address).  A stack's id is
  * its innermost node's id, so a stack that shares its callers with another
  * costs one node, and each node is written to the trace once.  Looking a
- * stack up in the trie costs a hash probe per frame, under a mutex; a
- * direct-mapped per-thread cache from a 64-bit hash of the whole stack to
- * its id makes repeated stacks cost one probe and no lock.  The cache
- * checks the hash, the depth and the innermost address: two different
- * stacks would have to agree on all three to be confused (odds about
- * 2^-64 per pair), a risk docs/DESIGN.md accepts for the speed.
+ * stack up in the trie costs a hash probe per frame, each a likely cache
+ * miss, under a mutex: that is only for stacks never seen before.  Seen
+ * stacks are found by a 64-bit hash of the whole stack, first in a small
+ * direct-mapped per-thread cache, then in a global table that readers
+ * probe without a lock.  Both check the hash, the depth and the innermost
+ * address: two different stacks would have to agree on all three to be
+ * confused (odds about 2^-64 per pair), a risk docs/DESIGN.md accepts for
+ * the speed.
  *
  * The node arrays are reserved once (MAP_NORESERVE) and never move, so the
  * writer reads nodes below the published count without the lock.
@@ -44,6 +46,16 @@ struct mtl__stack_cache {
     struct cache_entry e[1u << CACHE_BITS];
 };
 
+/* The global table: entries are written under st.mu and published by the
+ * release store of their id; a grown table replaces the old one, which
+ * stays mapped for readers still probing it (all old tables together are
+ * smaller than the current one). */
+struct stack_table {
+    size_t mask;
+    size_t count;
+    struct cache_entry e[];
+};
+
 static struct {
     pthread_mutex_t mu;
     uint32_t *parent;      /* parent[id]; node 0 is the root (no frame) */
@@ -53,6 +65,7 @@ static struct {
     uint32_t *slots;       /* open addressing: node ids, 0 = empty */
     size_t nslots;
     atomic_uint gen;       /* bumped when addresses may mean other code */
+    _Atomic(struct stack_table *) table;
     unsigned skip;         /* frames of memtally itself atop every stack */
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -90,12 +103,67 @@ static int grow_slots(void)
     return 0;
 }
 
+static struct stack_table *new_table(size_t n)
+{
+    struct stack_table *t = mtl__pages_alloc(sizeof *t + n * sizeof t->e[0]);
+    if (t)
+        t->mask = n - 1;
+    return t;
+}
+
+/* Lock-free: the id of a stack seen before, or 0. */
+static uint32_t table_find(uint64_t h, uint64_t leaf, uint32_t depth)
+{
+    struct stack_table *t = atomic_load_explicit(&st.table, memory_order_acquire);
+    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        struct cache_entry *e = &t->e[i];
+        uint32_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+        if (!id)
+            return 0;
+        if (e->hash == h && e->leaf == leaf && e->depth == depth)
+            return id;
+    }
+}
+
+static void table_put_locked(struct stack_table *t, uint64_t h, uint64_t leaf,
+                             uint32_t depth, uint32_t id)
+{
+    size_t i = h & t->mask;
+    while (t->e[i].id)
+        i = (i + 1) & t->mask;
+    t->e[i].hash = h;
+    t->e[i].leaf = leaf;
+    t->e[i].depth = depth;
+    __atomic_store_n(&t->e[i].id, id, __ATOMIC_RELEASE);
+    t->count++;
+}
+
+/* With st.mu held. */
+static void table_add(uint64_t h, uint64_t leaf, uint32_t depth, uint32_t id)
+{
+    struct stack_table *t = atomic_load_explicit(&st.table, memory_order_relaxed);
+    if ((t->count + 1) * 2 > t->mask + 1) {
+        struct stack_table *g = new_table((t->mask + 1) * 2);
+        if (!g)
+            return; /* found by the trie walk instead */
+        for (size_t i = 0; i <= t->mask; i++)
+            if (t->e[i].id)
+                table_put_locked(g, t->e[i].hash, t->e[i].leaf, t->e[i].depth,
+                                 t->e[i].id);
+        atomic_store_explicit(&st.table, g, memory_order_release);
+        t = g;
+    }
+    table_put_locked(t, h, leaf, depth, id);
+}
+
 int mtl__stacks_init(void)
 {
     st.parent = mtl__pages_alloc((size_t)MAX_NODES * sizeof *st.parent);
     st.addr = mtl__pages_alloc((size_t)MAX_NODES * sizeof *st.addr);
-    if (!st.parent || !st.addr || grow_slots() < 0)
+    struct stack_table *t = new_table(1u << 14);
+    if (!st.parent || !st.addr || !t || grow_slots() < 0)
         return -1;
+    atomic_store(&st.table, t);
     atomic_store(&st.n, 1);
     st.emitted = 1;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -131,15 +199,18 @@ static uint32_t child(uint32_t parent, uint64_t addr)
     return count;
 }
 
-static uint32_t intern(void *const *frames, int n)
+static uint32_t intern(void *const *frames, int n, uint64_t h)
 {
     uint32_t id = 0;
+    uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     pthread_mutex_lock(&st.mu);
     for (int i = n - 1; i >= 0; i--) {
         id = child(id, (uint64_t)(uintptr_t)frames[i]);
         if (!id)
             break;
     }
+    if (id && !table_find(h, leaf, (uint32_t)n))
+        table_add(h, leaf, (uint32_t)n, id);
     pthread_mutex_unlock(&st.mu);
     return id;
 }
@@ -173,7 +244,9 @@ uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip)
     struct cache_entry *e = cache ? &cache->e[h & ((1u << CACHE_BITS) - 1)] : NULL;
     if (e && e->hash == h && e->leaf == leaf && e->depth == (uint32_t)n && e->id)
         return e->id;
-    uint32_t id = intern(frames, n);
+    uint32_t id = table_find(h, leaf, (uint32_t)n);
+    if (!id)
+        id = intern(frames, n, h);
     if (e && id) {
         e->hash = h;
         e->leaf = leaf;
@@ -219,6 +292,14 @@ void mtl__stacks_forget_addresses(void)
 {
     pthread_mutex_lock(&st.mu);
     memset(st.slots, 0, st.nslots * sizeof *st.slots);
+    struct stack_table *t = new_table(1u << 14);
+    if (t) {
+        atomic_store(&st.table, t); /* the old one stays mapped: see above */
+    } else {
+        t = atomic_load(&st.table);
+        memset(t->e, 0, (t->mask + 1) * sizeof t->e[0]);
+        t->count = 0;
+    }
     atomic_fetch_add(&st.gen, 1);
     pthread_mutex_unlock(&st.mu);
 }

@@ -619,6 +619,10 @@ int mtl_reader_open(struct mtl_reader **out, const char *path)
         close(fd);
         return MTL_EVERSION;
     }
+    if (mtl__get_u32le(h + 12) != 0) {
+        close(fd);
+        return MTL_ECORRUPT; /* no flags are defined in this version */
+    }
     struct mtl_reader *r = calloc(1, sizeof *r);
     if (!r) {
         close(fd);
