@@ -1,0 +1,17 @@
+#!/bin/sh
+# `make demo`: records the bundled example program and shows the trace.
+set -e
+cd "$(dirname "$0")/.."
+mkdir -p build/demo
+trace=build/demo/wordfreq.mtly
+echo "\$ memtally record -o $trace -- build/examples/wordfreq"
+build/memtally record -o "$trace" -- build/examples/wordfreq
+echo
+echo "\$ memtally info $trace"
+build/memtally info "$trace"
+echo
+echo "\$ memtally dump --stacks $trace | head -n 40"
+build/memtally dump --stacks "$trace" | head -n 40
+echo
+echo "\$ build/examples/lifetimes $trace    (an example analysis on the reader library)"
+build/examples/lifetimes "$trace"
