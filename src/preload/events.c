@@ -27,9 +27,11 @@
 #include "preload/preload.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 static struct {
     pthread_mutex_t mu;
@@ -99,6 +101,8 @@ extern int mtl__writer_running MTL_HIDDEN;
 static int pool_wait(void)
 {
     int ok = 1;
+    if (mtl__tls.writer)
+        return 0;
     pthread_mutex_lock(&ev.mu);
     while (!ev.free_list && ev.allocated >= MTL_CHUNK_BUDGET) {
         if (!mtl__writer_running ||
@@ -199,7 +203,8 @@ static void put(struct mtl__tstate *ts, struct mtl__ev *e, uint64_t t,
     e->a = a;
     e->b = b;
     e->stack = stack;
-    e->thread = mtl__tls.index;
+    /* The orphan state is shared by exiting threads: ask the caller's. */
+    e->thread = ts == &ev.orphan ? mtl__tls.index : ts->index;
 }
 
 static void append(struct mtl__tstate *ts, unsigned type, uint64_t a,
@@ -219,6 +224,38 @@ static void read_own_name(uint64_t name[2])
     char buf[17] = {0};
     prctl(PR_GET_NAME, buf, 0, 0, 0);
     memcpy(name, buf, 16);
+}
+
+/* With ts locked: appends a THREAD_NAME event for ts's owner if its name
+ * changed since the last one. */
+static void note_name(struct mtl__tstate *ts, const uint64_t name[2])
+{
+    if (memcmp(ts->name, name, 16) == 0)
+        return;
+    memcpy(ts->name, name, 16);
+    struct mtl__ev *e = room(ts);
+    if (e)
+        put(ts, e, stamp(ts), MTL__EV_THREAD_NAME, name[0], name[1], 0);
+}
+
+static void note_own_name(struct mtl__tstate *ts)
+{
+    uint64_t name[2];
+    read_own_name(name);
+    mtl__spin_lock(&ts->lock);
+    note_name(ts, name);
+    mtl__spin_unlock(&ts->lock);
+}
+
+static void start_thread_events(struct mtl__tstate *ts)
+{
+    mtl__spin_lock(&ts->lock);
+    ts->index = mtl__tls.index;
+    ts->tid = mtl__gettid();
+    memset(ts->name, 0, sizeof ts->name);
+    mtl__spin_unlock(&ts->lock);
+    append(ts, MTL__EV_THREAD_START, (uint64_t)ts->tid, 0, 0);
+    note_own_name(ts);
 }
 
 struct mtl__tstate *mtl__thread_state(void)
@@ -249,22 +286,8 @@ struct mtl__tstate *mtl__thread_state(void)
     tls->index = atomic_fetch_add(&mtl__pl.next_thread, 1);
     if (ev.have_key)
         pthread_setspecific(ev.exit_key, (void *)1);
-
-    uint64_t name[2];
-    read_own_name(name);
-    append(ts, MTL__EV_THREAD_START, (uint64_t)mtl__gettid(), 0, 0);
-    append(ts, MTL__EV_THREAD_NAME, name[0], name[1], 0);
+    start_thread_events(ts);
     return ts;
-}
-
-void mtl__record_thread_name(void)
-{
-    struct mtl__tstate *ts = mtl__thread_state();
-    if (!ts)
-        return;
-    uint64_t name[2];
-    read_own_name(name);
-    append(ts, MTL__EV_THREAD_NAME, name[0], name[1], 0);
 }
 
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack)
@@ -331,9 +354,7 @@ void mtl__thread_exit(void)
         return;
     int saved = errno;
     if (atomic_load(&mtl__pl.state) == MTL_RECORDING) {
-        uint64_t name[2];
-        read_own_name(name);
-        append(ts, MTL__EV_THREAD_NAME, name[0], name[1], 0);
+        note_own_name(ts);
         append(ts, MTL__EV_THREAD_EXIT, 0, 0, 0);
     }
     tls->ts = NULL;
@@ -421,11 +442,32 @@ void mtl__events_after_fork_child(void)
     struct mtl__tls *tls = &mtl__tls;
     atomic_store(&mtl__pl.next_thread, 0);
     if (tls->ts) {
-        struct mtl__tstate *ts = tls->ts;
         tls->index = atomic_fetch_add(&mtl__pl.next_thread, 1);
-        uint64_t name[2];
-        read_own_name(name);
-        append(ts, MTL__EV_THREAD_START, (uint64_t)mtl__gettid(), 0, 0);
-        append(ts, MTL__EV_THREAD_NAME, name[0], name[1], 0);
+        start_thread_events(tls->ts);
+    }
+}
+
+void mtl__refresh_thread_names(void)
+{
+    for (struct mtl__tstate *ts = atomic_load(&ev.all); ts; ts = ts->next_all) {
+        if (ts == &ev.orphan || !atomic_load(&ts->in_use) || !ts->tid)
+            continue;
+        char path[64], buf[32] = {0};
+        mtl__fmt(path, sizeof path, "/proc/self/task/%d/comm", ts->tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* it exited meanwhile */
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        if (buf[n - 1] == '\n')
+            n--;
+        uint64_t name[2] = {0, 0};
+        memcpy(name, buf, (size_t)n < 15 ? (size_t)n : 15);
+        mtl__spin_lock(&ts->lock);
+        if (atomic_load(&ts->in_use))
+            note_name(ts, name);
+        mtl__spin_unlock(&ts->lock);
     }
 }

@@ -73,6 +73,9 @@ struct mtl__tstate {
                                       stamped but not yet appended (realloc) */
     uint64_t last_ns;              /* latest stamp: stamps strictly rise */
     uint32_t cache_gen;            /* stack cache generation, see stacks.c */
+    uint32_t index;                /* the owner's thread index */
+    int tid;                       /* the owner's kernel thread id */
+    char name[16];                 /* the name last recorded */
     struct mtl__stack_cache *cache;
 };
 
@@ -82,6 +85,7 @@ struct mtl__tls {
     uint32_t index;         /* thread index in the trace */
     int in_hook;            /* inside memtally: calls pass straight through */
     int dead;               /* after its exit destructor: use the orphan */
+    int writer;             /* the writer thread: never waits for itself */
 };
 
 extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;
@@ -138,8 +142,10 @@ uint64_t mtl__begin_pending(void) MTL_HIDDEN;   /* realloc: stamp the free */
 void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
                               uint64_t new_ptr, uint64_t size,
                               uint32_t stack) MTL_HIDDEN;
-void mtl__record_thread_name(void) MTL_HIDDEN;
 void mtl__thread_exit(void) MTL_HIDDEN;
+/* Writer: records the names that threads took since they were last read
+ * (pthread_setname_np, prctl), from /proc/self/task/TID/comm. */
+void mtl__refresh_thread_names(void) MTL_HIDDEN;
 /* For the writer: detach every thread's chunk into runs; returns the
  * cutoff time below which every event has been collected.  trylock_spins
  * of 0 means wait for every lock. */

@@ -61,6 +61,7 @@ static struct {
     uint32_t cur_thread;
     uint64_t last_rss;
     int statm_fd;
+    unsigned rounds;
     int failed;                /* a write failed: recording stopped */
 } w = {
     .wmu = PTHREAD_MUTEX_INITIALIZER,
@@ -459,6 +460,10 @@ static void round_locked(int final, unsigned trylock_spins)
     uint64_t cutoff = mtl__collect(w.runs, &w.nruns, MAX_RUNS, trylock_spins);
     if (final)
         cutoff = UINT64_MAX;
+    /* After collecting: an object loaded before any collected event used
+     * its addresses is then in the map (see modules.c). */
+    if (mtl__modules_changed())
+        mtl__modules_rescan();
     write_definitions();
     merge_runs(cutoff);
     uint64_t now = mtl__now_ns();
@@ -483,6 +488,7 @@ static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     mtl__tls.in_hook = 1; /* nothing this thread allocates is the program's */
+    mtl__tls.writer = 1;
     for (;;) {
         pthread_mutex_lock(&w.wake_mu);
         if (!w.woken && atomic_load(&w.finish_reason) < 0) {
@@ -499,8 +505,8 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w.wake_mu);
 
         int finish = atomic_load(&w.finish_reason) >= 0;
-        if (!finish && mtl__modules_changed())
-            mtl__modules_rescan();
+        if (finish || ++w.rounds % (1000 / MTL_ROUND_MS) == 0)
+            mtl__refresh_thread_names();
         pthread_mutex_lock(&w.wmu);
         round_locked(finish, finish ? 200000 : 0);
         pthread_mutex_unlock(&w.wmu);

@@ -522,6 +522,8 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         GET(dptr);
         if (type == MTL_REC_ALLOC_EX) {
             GET(flags);
+            if (flags & ~(uint64_t)MTL_ALLOC_EX_TAG)
+                return MTL_ECORRUPT;
             if (flags & MTL_ALLOC_EX_TAG)
                 GET(tag);
         }
