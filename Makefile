@@ -64,9 +64,12 @@ $(B)/tests/programs/%: tests/programs/%.c
 $(B)/tests/programs/%: tests/programs/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
-$(B)/tests/unit/%: tests/unit/%.c $(B)/libmemtally-trace.a
+# Unit tests run under ASan and UBSan, with the reader and the analysis
+# code compiled in with them.
+$(B)/tests/unit/%: tests/unit/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -o $@ $< $(B)/libmemtally-trace.a $(READER_LIBS)
+	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(READER_LIBS)
 
 deps:
 	@sh scripts/install-deps.sh

@@ -60,7 +60,8 @@ static struct {
     uint64_t last_us, last_ptr;
     uint32_t cur_thread;
     uint64_t last_rss;
-    int statm_fd;
+    dev_t dev;                 /* the trace file's identity, to notice */
+    ino_t ino;                 /* the program closing our descriptor */
     unsigned rounds;
     int failed;                /* a write failed: recording stopped */
 } w = {
@@ -68,7 +69,6 @@ static struct {
     .wake_mu = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .finish_reason = -1,
-    .statm_fd = -1,
 };
 
 /* --- blocks ------------------------------------------------------------ */
@@ -82,6 +82,12 @@ static void flush_block(void)
     if (ZSTD_isError(c)) {
         mtl__say("cannot compress a trace block: %s; recording stopped",
                  ZSTD_getErrorName(c));
+        w.failed = 1;
+        return;
+    }
+    struct stat st;
+    if (fstat(mtl__pl.fd, &st) < 0 || st.st_dev != w.dev || st.st_ino != w.ino) {
+        mtl__say("the program closed the trace file's descriptor; recording stopped");
         w.failed = 1;
         return;
     }
@@ -235,6 +241,18 @@ static int start_file(int exact)
                  strerror(-fd));
         return -1;
     }
+    /* A high descriptor number, out of the way of programs that expect
+     * the lowest free one (dup2 onto 0-2, "close everything above 3"). */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        w.dev = st.st_dev;
+        w.ino = st.st_ino;
+    }
     mtl__pl.fd = fd;
     uint8_t hdr[MTL_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, MTL_FILE_MAGIC, 8);
@@ -269,7 +287,6 @@ int mtl__writer_open(void)
     mtl__tls.in_hook--;
     if (!w.zc)
         return -1;
-    w.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     return start_file(mtl__pl.opt.output[0] != '\0');
 }
 
@@ -416,9 +433,13 @@ static void write_definitions(void)
 static void sample_rss(uint64_t t_ns)
 {
     char buf[128];
-    if (w.statm_fd < 0)
+    /* Opened each time: a descriptor kept open could be closed by the
+     * program (daemons close them all) and its number reused. */
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return;
-    ssize_t n = pread(w.statm_fd, buf, sizeof buf - 1, 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
     if (n <= 0)
         return;
     buf[n] = '\0';
@@ -531,9 +552,13 @@ int mtl__writer_start(void)
     return 0;
 }
 
+/* Never blocks, so that a signal handler may call it: if another thread
+ * holds wake_mu it is waking the writer already, and the writer wakes by
+ * itself every MTL_ROUND_MS anyway. */
 void mtl__writer_wake(void)
 {
-    pthread_mutex_lock(&w.wake_mu);
+    if (pthread_mutex_trylock(&w.wake_mu) != 0)
+        return;
     w.woken = 1;
     pthread_cond_signal(&w.wake);
     pthread_mutex_unlock(&w.wake_mu);
@@ -580,7 +605,7 @@ wait:
         struct timespec one = {0, 1000000};
         nanosleep(&one, NULL);
     }
-    if (atomic_load(&w.done) && mtl__writer_running &&
+    if (atomic_load(&w.done) && mtl__writer_running && reason != MTL_END_SIGNAL &&
         !pthread_equal(pthread_self(), w.thread)) {
         pthread_join(w.thread, NULL);
         mtl__writer_running = 0;
@@ -610,9 +635,6 @@ void mtl__writer_after_fork_child(void)
     mtl__pl.fd = -1;
     mtl__modules_rewind();
     mtl__stacks_rewind();
-    if (w.statm_fd >= 0)
-        close(w.statm_fd); /* it was the parent's /proc entry */
-    w.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     if (start_file(0) < 0 || mtl__writer_start() < 0)
         mtl__stop_recording(NULL, 0);
 }

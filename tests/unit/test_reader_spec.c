@@ -1,0 +1,336 @@
+/* The reader against docs/FORMAT.md: traces built here by hand, record by
+ * record (not by the recorder), and the events, stacks, modules and
+ * threads the reader must give back; then every kind of damage the spec
+ * names: cut files, bad headers, bad checks, malformed records. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "check.h"
+#include "common/varint.h"
+#include "memtally/trace.h"
+#include "trace/format.h"
+
+struct buf {
+    uint8_t d[1 << 16];
+    size_t n;
+};
+
+static void byte(struct buf *b, uint8_t v) { b->d[b->n++] = v; }
+static void var(struct buf *b, uint64_t v) { b->n = (size_t)(mtl__put_varint(b->d + b->n, v) - b->d); }
+static void svar(struct buf *b, int64_t v) { var(b, mtl__zigzag(v)); }
+static void str(struct buf *b, const char *s)
+{
+    var(b, strlen(s));
+    memcpy(b->d + b->n, s, strlen(s));
+    b->n += strlen(s);
+}
+
+static char path[] = "/tmp/memtally-unit-XXXXXX";
+
+static void file_header(FILE *f, uint32_t version, uint32_t flags)
+{
+    uint8_t h[16];
+    memcpy(h, "MEMTALLY", 8);
+    mtl__put_u32le(h + 8, version);
+    mtl__put_u32le(h + 12, flags);
+    fwrite(h, 1, 16, f);
+}
+
+static void block(FILE *f, const struct buf *payload, int break_check)
+{
+    static uint8_t c[1 << 17];
+    ZSTD_CCtx *z = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
+    size_t n = ZSTD_compress2(z, c, sizeof c, payload->d, payload->n);
+    ZSTD_freeCCtx(z);
+    CHECK(!ZSTD_isError(n));
+    uint8_t h[16];
+    mtl__put_u32le(h, MTL_BLOCK_MAGIC);
+    mtl__put_u32le(h + 4, (uint32_t)n);
+    mtl__put_u32le(h + 8, (uint32_t)payload->n);
+    mtl__put_u32le(h + 12, mtl__block_check((uint32_t)n, (uint32_t)payload->n) ^ (uint32_t)break_check);
+    fwrite(h, 1, 16, f);
+    fwrite(c, 1, n, f);
+}
+
+static void header_record(struct buf *b)
+{
+    byte(b, MTL_REC_HEADER);
+    var(b, 5);
+    var(b, 1), var(b, 1), str(b, "/bin/prog");
+    var(b, 3), var(b, 0), var(b, 4242);
+    var(b, 8), var(b, 0), var(b, 32);
+    var(b, 99), var(b, 0), var(b, 7);        /* unknown key: skipped */
+    var(b, 98), var(b, 1), str(b, "future"); /* unknown key: skipped */
+}
+
+/* Block 1: definitions and a few events; block 2: more events and END. */
+static void good_blocks(struct buf *b1, struct buf *b2, int with_end)
+{
+    b1->n = b2->n = 0;
+    header_record(b1);
+    byte(b1, MTL_REC_MODULE_LOAD);
+    var(b1, 0), var(b1, 5), var(b1, 0x400000), str(b1, "/bin/prog");
+    var(b1, 2), byte(b1, 0xab), byte(b1, 0xcd);
+    var(b1, 1), var(b1, 0), var(b1, 0x1000), var(b1, 5);
+    byte(b1, MTL_REC_STACK_NODES);
+    var(b1, 1), var(b1, 3);
+    var(b1, 1), var(b1, mtl__zigzag(0x400100) << 1); /* 1: main */
+    var(b1, 1), var(b1, mtl__zigzag(0x200) << 1);    /* 2: f, called by main */
+    var(b1, 2), var(b1, mtl__zigzag(0x400300) << 1); /* 3: g, called by main */
+    byte(b1, MTL_REC_THREAD_START), var(b1, 10), var(b1, 0), var(b1, 4242);
+    byte(b1, MTL_REC_THREAD_NAME), var(b1, 0), var(b1, 0), str(b1, "main");
+    byte(b1, MTL_REC_THREAD_SWITCH), var(b1, 0);
+    byte(b1, MTL_REC_ALLOC), var(b1, 5), var(b1, 100), var(b1, 2), svar(b1, 0x1000);
+    byte(b1, MTL_REC_ALLOC), var(b1, 0), var(b1, 50), var(b1, 3), svar(b1, 0x100);
+    byte(b2, MTL_REC_FREE), var(b2, 20), svar(b2, -0x100);
+    byte(b2, MTL_REC_RSS), var(b2, 1), var(b2, 8192);
+    if (with_end)
+        byte(b2, MTL_REC_END), var(b2, 0), var(b2, 0), var(b2, 0);
+}
+
+static void write_trace(const struct buf *b1, const struct buf *b2)
+{
+    FILE *f = fopen(path, "wb");
+    file_header(f, 1, 0);
+    block(f, b1, 0);
+    if (b2)
+        block(f, b2, 0);
+    fclose(f);
+}
+
+/* Reads to the end; returns mtl_reader_next's final code, counts events. */
+static int read_all(int *allocs, int *frees)
+{
+    struct mtl_reader *r;
+    int rc = mtl_reader_open(&r, path);
+    if (rc < 0)
+        return rc;
+    struct mtl_event ev;
+    *allocs = *frees = 0;
+    while ((rc = mtl_reader_next(r, &ev)) > 0) {
+        *allocs += ev.type == MTL_EV_ALLOC;
+        *frees += ev.type == MTL_EV_FREE;
+    }
+    mtl_reader_close(r);
+    return rc;
+}
+
+static void test_good(void)
+{
+    struct buf b1, b2;
+    good_blocks(&b1, &b2, 1);
+    write_trace(&b1, &b2);
+    struct mtl_reader *r;
+    CHECK(mtl_reader_open(&r, path) == 0);
+    const struct mtl_trace_info *in = mtl_reader_info(r);
+    CHECK(strcmp(in->program, "/bin/prog") == 0);
+    CHECK_EQ(in->pid, 4242);
+    CHECK_EQ(in->max_depth, 32);
+    CHECK_EQ(in->mode, MTL_MODE_FULL);
+
+    struct mtl_event ev;
+    enum mtl_event_type expect[] = { MTL_EV_MODULE_LOAD, MTL_EV_THREAD_START,
+                                     MTL_EV_THREAD_NAME, MTL_EV_ALLOC, MTL_EV_ALLOC,
+                                     MTL_EV_FREE, MTL_EV_RSS };
+    uint64_t times[] = { 5, 10, 10, 15, 15, 35, 36 };
+    for (size_t i = 0; i < sizeof expect / sizeof *expect; i++) {
+        CHECK(mtl_reader_next(r, &ev) == 1);
+        CHECK_EQ(ev.type, expect[i]);
+        CHECK_EQ(ev.time_us, times[i]);
+        if (i == 3) {
+            CHECK_EQ(ev.ptr, 0x1000);
+            CHECK_EQ(ev.size, 100);
+            CHECK_EQ(ev.stack, 2);
+            CHECK_EQ(ev.thread, 0);
+            CHECK(ev.weight_count == 1 && ev.weight_bytes == 100);
+        }
+        if (i == 4)
+            CHECK_EQ(ev.ptr, 0x1100);
+        if (i == 5)
+            CHECK_EQ(ev.ptr, 0x1000);
+        if (i == 6)
+            CHECK_EQ(ev.size, 8192);
+    }
+    CHECK(mtl_reader_next(r, &ev) == 0);
+    CHECK(in->complete && !in->truncated);
+    CHECK_EQ(in->duration_us, 36);
+    CHECK_EQ(mtl_reader_blocks(r), 2);
+
+    /* Stack 2 is f called by main; stack 3 is g called by main. */
+    struct mtl_frame fr[4];
+    CHECK_EQ(mtl_reader_stack(r, 2, fr, 4), 2);
+    CHECK_EQ(fr[0].addr, 0x400300);
+    CHECK_EQ(fr[1].addr, 0x400100);
+    CHECK_EQ(fr[0].module, 0);
+    CHECK_EQ(mtl_reader_stack(r, 3, fr, 1), 2); /* depth beyond cap */
+    CHECK_EQ(fr[0].addr, 0x800400);
+    CHECK_EQ(fr[0].module, UINT32_MAX);         /* outside every module */
+    CHECK_EQ(mtl_reader_stack(r, 0, fr, 4), 0);
+    CHECK(mtl_reader_stack(r, 4, fr, 4) == MTL_EINVAL);
+    uint32_t parent;
+    CHECK(mtl_reader_stack_node(r, 2, &parent, fr) == 0);
+    CHECK_EQ(parent, 1);
+
+    const struct mtl_module *m = mtl_reader_module(r, 0);
+    CHECK(m && strcmp(m->path, "/bin/prog") == 0);
+    CHECK_EQ(m->build_id_size, 2);
+    CHECK_EQ(m->build_id[1], 0xcd);
+    CHECK_EQ(m->nsegments, 1);
+    const struct mtl_thread *t = mtl_reader_thread(r, 0);
+    CHECK(t && strcmp(t->name, "main") == 0);
+    CHECK_EQ(t->tid, 4242);
+    CHECK(mtl_reader_thread(r, 1) == NULL);
+    mtl_reader_close(r);
+}
+
+static void test_truncated(void)
+{
+    struct buf b1, b2;
+    int a, f;
+    /* No END record. */
+    good_blocks(&b1, &b2, 0);
+    write_trace(&b1, &b2);
+    struct mtl_reader *r;
+    CHECK(mtl_reader_open(&r, path) == 0);
+    struct mtl_event ev;
+    while (mtl_reader_next(r, &ev) > 0)
+        ;
+    CHECK(mtl_reader_info(r)->truncated);
+    mtl_reader_close(r);
+
+    /* Cut at every byte of the second block: the first block's two
+     * allocations are read, never a crash, never the free. */
+    good_blocks(&b1, &b2, 1);
+    write_trace(&b1, &b2);
+    FILE *fp = fopen(path, "rb");
+    fseek(fp, 0, SEEK_END);
+    long full = ftell(fp);
+    fclose(fp);
+    for (long cut = full - 1; cut > 16; cut--) {
+        CHECK(truncate(path, cut) == 0);
+        int rc = read_all(&a, &f);
+        if (rc == MTL_ECORRUPT)
+            break; /* cut inside the first block: the header is gone */
+        CHECK_EQ(rc, 0);
+        CHECK(a == 2 || a == 0);
+        CHECK_EQ(f, 0);
+    }
+}
+
+static void expect_open_error(int code)
+{
+    struct mtl_reader *r;
+    CHECK_EQ(mtl_reader_open(&r, path), code);
+}
+
+static void test_damage(void)
+{
+    struct buf b1, b2;
+    int a, f;
+    FILE *fp;
+
+    fp = fopen(path, "wb");
+    file_header(fp, 2, 0);
+    fclose(fp);
+    expect_open_error(MTL_EVERSION);
+
+    good_blocks(&b1, &b2, 1);
+    fp = fopen(path, "wb");
+    file_header(fp, 1, 1);
+    block(fp, &b1, 0);
+    fclose(fp);
+    expect_open_error(MTL_ECORRUPT);
+
+    fp = fopen(path, "wb");
+    fputs("not a trace at all", fp);
+    fclose(fp);
+    expect_open_error(MTL_ENOTTRACE);
+
+    fp = fopen(path, "wb");
+    file_header(fp, 1, 0);
+    fclose(fp);
+    expect_open_error(MTL_ECORRUPT); /* no header record at all */
+
+    /* A block whose check word is wrong, after a good one. */
+    fp = fopen(path, "wb");
+    file_header(fp, 1, 0);
+    block(fp, &b1, 0);
+    block(fp, &b2, 1);
+    fclose(fp);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+
+    /* Malformed records in the second block. */
+    static const uint8_t bad_records[][8] = {
+        { MTL_REC_STACK_NODES, 4, 1, 0, 0 },  /* parent_delta 0 */
+        { MTL_REC_STACK_NODES, 9, 1, 1, 0 },  /* first != count so far */
+        { MTL_REC_ALLOC, 0, 1, 77, 0 },       /* stack 77 undefined */
+        { 0x7f },                             /* unknown record type */
+        { MTL_REC_FREE, 0x80 },               /* varint cut by the block end */
+        { MTL_REC_MODULE_UNLOAD, 5, 0 },      /* module 5 undefined */
+        { MTL_REC_ALLOC_EX, 0, 1, 1, 0, 4 },  /* unknown ALLOC_EX flag */
+    };
+    static const size_t bad_len[] = { 5, 5, 5, 1, 2, 3, 6 };
+    for (size_t i = 0; i < sizeof bad_len / sizeof *bad_len; i++) {
+        struct buf bad = { .n = 0 };
+        memcpy(bad.d, bad_records[i], bad_len[i]);
+        bad.n = bad_len[i];
+        write_trace(&b1, &bad);
+        int rc = read_all(&a, &f);
+        if (rc != MTL_ECORRUPT)
+            fprintf(stderr, "bad record %zu read as %d\n", i, rc);
+        CHECK_EQ(rc, MTL_ECORRUPT);
+    }
+
+    unlink(path);
+    expect_open_error(MTL_ENOENT);
+    expect_open_error(MTL_ENOENT);
+    char dir[] = "/tmp";
+    struct mtl_reader *r;
+    CHECK_EQ(mtl_reader_open(&r, dir), MTL_EINVAL);
+    CHECK(strcmp(mtl_strerror(MTL_ECORRUPT), "corrupt trace") == 0);
+    CHECK(strcmp(mtl_strerror(12345), "unknown error") == 0);
+}
+
+/* END, then more records (an exec that failed), then END again: complete;
+ * without the second END: truncated. */
+static void test_records_after_end(void)
+{
+    struct buf b1, b2;
+    good_blocks(&b1, &b2, 1);
+    byte(&b2, MTL_REC_ALLOC), var(&b2, 1), var(&b2, 8), var(&b2, 1), svar(&b2, 64);
+    write_trace(&b1, &b2);
+    int a, f;
+    struct mtl_reader *r;
+    CHECK_EQ(read_all(&a, &f), 0);
+    CHECK_EQ(a, 3);
+    CHECK(mtl_reader_open(&r, path) == 0);
+    struct mtl_event ev;
+    while (mtl_reader_next(r, &ev) > 0)
+        ;
+    CHECK(mtl_reader_info(r)->truncated && !mtl_reader_info(r)->complete);
+    mtl_reader_close(r);
+    byte(&b2, MTL_REC_END), var(&b2, 0), var(&b2, 1), var(&b2, 0);
+    write_trace(&b1, &b2);
+    CHECK(mtl_reader_open(&r, path) == 0);
+    while (mtl_reader_next(r, &ev) > 0)
+        ;
+    CHECK(!mtl_reader_info(r)->truncated && mtl_reader_info(r)->complete);
+    mtl_reader_close(r);
+}
+
+int main(void)
+{
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    test_good();
+    test_truncated();
+    test_records_after_end();
+    test_damage();
+    unlink(path);
+    CHECKS_DONE();
+}
