@@ -69,7 +69,7 @@ $(B)/tests/programs/%: tests/programs/%.cc
 $(B)/tests/unit/%: tests/unit/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(READER_LIBS)
+	    -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(READER_LIBS) -lm
 
 deps:
 	@sh scripts/install-deps.sh

@@ -146,6 +146,11 @@ const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r);
 /* Number of whole blocks read so far: useful in messages about damage. */
 uint64_t mtl_reader_blocks(const struct mtl_reader *r);
 
+/* How far the reader is into the file, and the file's size, in bytes: for
+ * progress reports. */
+void mtl_reader_position(const struct mtl_reader *r, uint64_t *offset,
+                         uint64_t *size);
+
 /* Frames of a stack, innermost first, into frames[0..cap); returns the
  * stack's depth (which may exceed cap) or a negative code. */
 int mtl_reader_stack(const struct mtl_reader *r, uint32_t stack,

@@ -13,8 +13,10 @@
 struct mtl_ptrmap_val {
     uint64_t size;
     uint64_t time_us;
+    uint64_t ordinal;   /* the allocation's number in the trace */
     uint32_t stack;
     uint32_t thread;
+    double weight_count, weight_bytes;
 };
 
 struct mtl_ptrmap {

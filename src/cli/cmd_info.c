@@ -31,7 +31,7 @@ static int tally(struct mtl_reader *r, struct totals *t, struct mtl_ptrmap *live
     while ((rc = mtl_reader_next(r, &ev)) > 0) {
         t->events++;
         if (ev.type == MTL_EV_ALLOC) {
-            struct mtl_ptrmap_val v = { ev.size, ev.time_us, ev.stack, ev.thread }, old;
+            struct mtl_ptrmap_val v = { .size = ev.size, .time_us = ev.time_us, .stack = ev.stack, .thread = ev.thread }, old;
             int put = mtl_ptrmap_put(live, ev.ptr, &v, &old);
             if (put < 0)
                 return -1;

@@ -675,6 +675,15 @@ uint64_t mtl_reader_blocks(const struct mtl_reader *r)
     return r->blocks;
 }
 
+void mtl_reader_position(const struct mtl_reader *r, uint64_t *offset,
+                         uint64_t *size)
+{
+    struct stat st;
+    off_t at = lseek(r->fd, 0, SEEK_CUR);
+    *offset = at > 0 ? (uint64_t)at : 0;
+    *size = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
 static void fill_frame(const struct mtl_reader *r, uint32_t id,
                        struct mtl_frame *f)
 {

@@ -1,0 +1,77 @@
+/*
+ * filter.h: the block filters shared by every analysis command
+ * (docs/ANALYSIS.md, "Filters"), and the parsing of times, sizes and
+ * ranges they take.
+ *
+ * A filter is a conjunction of conditions on a block.  Some can be decided
+ * when the block is allocated (size, thread, stack, allocation time); the
+ * others need its free time (live-at, live-between, freed-between,
+ * never-freed, lifetime) and are decided when it is freed or when the
+ * trace ends.
+ */
+#ifndef MTL_ANALYZE_FILTER_H
+#define MTL_ANALYZE_FILTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MTL_NEVER UINT64_MAX /* free time of a block never freed */
+#define MTL_MAX_PATTERNS 32
+
+struct mtl_range {
+    int set;
+    uint64_t min, max; /* inclusive */
+};
+
+struct mtl_filter {
+    struct mtl_range allocated, freed, size, lifetime;
+    int live_at_set;
+    uint64_t live_at;
+    struct mtl_range live_between;
+    int never_freed;
+    int thread_set, thread_is_index;
+    uint32_t thread;             /* kernel tid, or index when thread_is_index */
+    const char *inside[MTL_MAX_PATTERNS];
+    size_t ninside;
+    const char *not_inside[MTL_MAX_PATTERNS];
+    size_t nnot_inside;
+    const char *hide[MTL_MAX_PATTERNS];
+    size_t nhide;
+    int keep_alloc_frames;
+};
+
+/* Parses "2.5s", "300ms", "150us" or a bare number of seconds into
+ * microseconds.  Returns 0 or -1. */
+int mtl_parse_time(const char *s, uint64_t *us);
+
+/* Parses "64", "4K", "1.5M", "2G" (powers of 1024) into bytes. */
+int mtl_parse_size(const char *s, uint64_t *bytes);
+
+/* Parses "MIN..MAX" (either side may be empty) with parse (mtl_parse_time
+ * or mtl_parse_size); "A,B" when comma is set. */
+int mtl_parse_range(const char *s, int comma,
+                    int (*parse)(const char *, uint64_t *), struct mtl_range *r);
+
+/* If argv[*i] is a filter option, consumes it (and its value), advancing
+ * *i past it, and returns 1; returns 0 when it is not one, and -1 with a
+ * message in err when it is malformed. */
+int mtl_filter_option(struct mtl_filter *f, int argc, char **argv, int *i,
+                      char *err, size_t errcap);
+
+/* The usage lines for the filter options. */
+extern const char mtl_filter_usage[];
+
+/* 1 when every condition can be decided at allocation time. */
+int mtl_filter_decidable_at_alloc(const struct mtl_filter *f);
+
+/* The conditions decidable at allocation, but the stack ones (those are
+ * the view's: mtl_view_passes). */
+int mtl_filter_at_alloc(const struct mtl_filter *f, uint64_t size,
+                        uint32_t tid, uint32_t thread_index, uint64_t alloc_us);
+
+/* The conditions that need the free time: free_us is MTL_NEVER for a block
+ * still live when the trace ended at end_us. */
+int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_us,
+                       uint64_t free_us, uint64_t end_us);
+
+#endif

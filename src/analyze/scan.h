@@ -1,0 +1,57 @@
+/*
+ * scan.h: one pass over a trace that turns events into blocks (an
+ * allocation with its fate) and applies the filters (filter.h, view.h):
+ * the loop under every analysis command.
+ *
+ * A block is reported to ops->block when its fate is known: at its free,
+ * or at the end of the trace for blocks never freed.  ops->event, when
+ * set, sees every allocation and free in trace order with whether its
+ * block passes; when the filters need free times to decide, that takes a
+ * first pass to decide and a second to report (a bit per allocation).
+ */
+#ifndef MTL_ANALYZE_SCAN_H
+#define MTL_ANALYZE_SCAN_H
+
+#include <stdint.h>
+
+#include "analyze/filter.h"
+#include "memtally/trace.h"
+
+struct mtl_view;
+
+struct mtl_block {
+    uint64_t ptr, size;
+    uint64_t alloc_us, free_us;  /* free_us: MTL_NEVER if never freed */
+    uint64_t ordinal;            /* the allocation's number, from 0 */
+    uint32_t stack, thread, tid;
+    double weight_count, weight_bytes;
+    int temporary;               /* no other allocation before its free */
+};
+
+struct mtl_scan_ops {
+    /* A block that passes every filter.  Non-zero stops the scan. */
+    int (*block)(void *arg, const struct mtl_block *b);
+    /* Optional: every event in order (ALLOC, FREE, RSS...); for ALLOC and
+     * FREE, b is the block (free_us not yet known at ALLOC) and passes
+     * whether it passes the filters; b is NULL for the others and for
+     * frees of blocks from before the trace. */
+    int (*event)(void *arg, const struct mtl_event *ev,
+                 const struct mtl_block *b, int passes);
+    /* Optional: progress, fraction done in [0, 1]. */
+    void (*progress)(void *arg, double done);
+};
+
+struct mtl_scan_result {
+    uint64_t allocations, frees;  /* all of them, filtered or not */
+    uint64_t end_us;              /* the trace's duration */
+};
+
+/* Scans the trace r (opened on path, just after mtl_reader_open) with
+ * view v (on r) and filter f.  Returns 0, or a negative MTL_E* code when
+ * the trace is corrupt (what came before was reported), or -1 when a
+ * callback stopped it or memory ran out. */
+int mtl_scan(const char *path, struct mtl_reader *r, struct mtl_view *v,
+             const struct mtl_filter *f, const struct mtl_scan_ops *ops,
+             void *arg, struct mtl_scan_result *res);
+
+#endif

@@ -1,0 +1,71 @@
+/* stackagg.c: see stackagg.h. */
+#include "analyze/stackagg.h"
+
+#include <stdlib.h>
+
+#include "memtally/trace.h"
+
+static size_t slot_of(uint32_t thread, uint32_t stack, size_t mask)
+{
+    uint64_t k = ((uint64_t)thread << 32 | stack) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(k >> 17) & mask;
+}
+
+static int grow(struct mtl_stackagg *a)
+{
+    size_t cap = a->cap ? a->cap * 2 : 1024;
+    struct mtl_stackagg_entry *e = malloc(cap * sizeof *e);
+    if (!e)
+        return MTL_ENOMEM;
+    for (size_t i = 0; i < cap; i++)
+        e[i].calls = -1;
+    for (size_t i = 0; i < a->cap; i++) {
+        if (a->e[i].calls < 0)
+            continue;
+        size_t j = slot_of(a->e[i].thread, a->e[i].stack, cap - 1);
+        while (e[j].calls >= 0)
+            j = (j + 1) & (cap - 1);
+        e[j] = a->e[i];
+    }
+    free(a->e);
+    a->e = e;
+    a->cap = cap;
+    return 0;
+}
+
+int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
+                     double calls, double bytes, double extra)
+{
+    if (!a->per_thread)
+        thread = 0;
+    if ((a->count + 1) * 2 > a->cap && grow(a) < 0)
+        return MTL_ENOMEM;
+    size_t mask = a->cap - 1, i = slot_of(thread, stack, mask);
+    for (; a->e[i].calls >= 0; i = (i + 1) & mask) {
+        if (a->e[i].thread == thread && a->e[i].stack == stack) {
+            a->e[i].calls += calls;
+            a->e[i].bytes += bytes;
+            a->e[i].extra += extra;
+            return 0;
+        }
+    }
+    a->e[i] = (struct mtl_stackagg_entry){ thread, stack, calls, bytes, extra };
+    a->count++;
+    return 0;
+}
+
+void mtl_stackagg_each(const struct mtl_stackagg *a,
+                       void (*fn)(const struct mtl_stackagg_entry *e, void *arg),
+                       void *arg)
+{
+    for (size_t i = 0; i < a->cap; i++)
+        if (a->e[i].calls >= 0)
+            fn(&a->e[i], arg);
+}
+
+void mtl_stackagg_release(struct mtl_stackagg *a)
+{
+    free(a->e);
+    a->e = NULL;
+    a->cap = a->count = 0;
+}
