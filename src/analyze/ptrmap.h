@@ -14,6 +14,8 @@ struct mtl_ptrmap_val {
     uint64_t size;
     uint64_t time_us;
     uint64_t ordinal;   /* the allocation's number in the trace */
+    uint64_t seq;       /* the allocation event's number among all
+                           allocations and frees */
     uint32_t stack;
     uint32_t thread;
     double weight_count, weight_bytes;

@@ -45,6 +45,11 @@ void mtl_view_close(struct mtl_view *v);
 int mtl_view_frames(struct mtl_view *v, uint32_t stack, const uint32_t **locs,
                     size_t *n);
 
+/* Every frame of a stack, hidden ones included, innermost first, with
+ * whether each is hidden.  Valid until the next call. */
+int mtl_view_frames_all(struct mtl_view *v, uint32_t stack, const uint32_t **locs,
+                        const uint8_t **hidden, size_t *n);
+
 /* The innermost visible frame (the site), or MTL_NO_LOCATION. */
 uint32_t mtl_view_site(struct mtl_view *v, uint32_t stack);
 

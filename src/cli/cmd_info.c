@@ -1,87 +1,22 @@
 /*
  * cmd_info.c: `memtally info [--json] TRACE`: what a trace holds, with the
- * totals of valgrind's "total heap usage" line and the live heap's peak.
- *
- * Frees count only when they match a block allocated in the same trace
- * (a forked child freeing its parent's blocks, say); the others are
- * reported as unmatched_frees.
+ * totals of valgrind's "total heap usage" line and the live heap's peak
+ * (analyze/totals.c counts them).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/ptrmap.h"
+#include "analyze/totals.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
-
-struct totals {
-    uint64_t allocations, frees, unmatched_frees, bytes_allocated;
-    uint64_t live_bytes, peak_live_bytes, peak_time_us;
-    uint64_t events, rss_peak;
-    double est_allocations, est_bytes;
-    uint32_t threads_allocating;
-};
-
-static int tally(struct mtl_reader *r, struct totals *t, struct mtl_ptrmap *live)
-{
-    struct mtl_event ev;
-    int rc;
-    uint8_t *allocated = NULL;
-    size_t nallocated = 0;
-    while ((rc = mtl_reader_next(r, &ev)) > 0) {
-        t->events++;
-        if (ev.type == MTL_EV_ALLOC) {
-            struct mtl_ptrmap_val v = { .size = ev.size, .time_us = ev.time_us, .stack = ev.stack, .thread = ev.thread }, old;
-            int put = mtl_ptrmap_put(live, ev.ptr, &v, &old);
-            if (put < 0)
-                return -1;
-            if (put == 1)
-                t->live_bytes -= old.size; /* its free was lost: drop it */
-            t->allocations++;
-            t->bytes_allocated += ev.size;
-            t->est_allocations += ev.weight_count;
-            t->est_bytes += ev.weight_bytes;
-            t->live_bytes += ev.size;
-            if (t->live_bytes > t->peak_live_bytes) {
-                t->peak_live_bytes = t->live_bytes;
-                t->peak_time_us = ev.time_us;
-            }
-            if (ev.thread >= nallocated) {
-                size_t n = (ev.thread + 1) * 2;
-                uint8_t *a = realloc(allocated, n);
-                if (!a)
-                    return -1;
-                memset(a + nallocated, 0, n - nallocated);
-                allocated = a;
-                nallocated = n;
-            }
-            if (!allocated[ev.thread]) {
-                allocated[ev.thread] = 1;
-                t->threads_allocating++;
-            }
-        } else if (ev.type == MTL_EV_FREE) {
-            struct mtl_ptrmap_val v;
-            if (mtl_ptrmap_take(live, ev.ptr, &v)) {
-                t->frees++;
-                t->live_bytes -= v.size;
-            } else {
-                t->unmatched_frees++;
-            }
-        } else if (ev.type == MTL_EV_RSS && ev.size > t->rss_peak) {
-            t->rss_peak = ev.size;
-        }
-    }
-    free(allocated);
-    return rc;
-}
 
 static const char *mode_name(enum mtl_mode m)
 {
     return m == MTL_MODE_SAMPLED ? "sampled" : "full";
 }
 
-static void print_json(struct mtl_reader *r, const struct totals *t,
-                       const struct mtl_ptrmap *live)
+static void print_json(struct mtl_reader *r, const struct mtl_totals *t)
 {
     const struct mtl_trace_info *in = mtl_reader_info(r);
     FILE *f = stdout;
@@ -98,7 +33,7 @@ static void print_json(struct mtl_reader *r, const struct totals *t,
             ", \"threads_seen\": %u, \"allocations\": %llu, \"frees\": %llu"
             ", \"unmatched_frees\": %llu, \"bytes_allocated\": %llu"
             ", \"peak_live_bytes\": %llu, \"peak_time_us\": %llu"
-            ", \"live_bytes_at_end\": %llu, \"live_blocks_at_end\": %zu"
+            ", \"live_bytes_at_end\": %llu, \"live_blocks_at_end\": %llu"
             ", \"peak_rss_bytes\": %llu, \"unique_stacks\": %u, \"modules\": %u"
             ", \"max_depth\": %u, \"events\": %llu, \"blocks\": %llu"
             ", \"complete\": %s, \"truncated\": %s}\n",
@@ -109,8 +44,8 @@ static void print_json(struct mtl_reader *r, const struct totals *t,
             (unsigned long long)t->bytes_allocated,
             (unsigned long long)t->peak_live_bytes,
             (unsigned long long)t->peak_time_us,
-            (unsigned long long)t->live_bytes, live->count,
-            (unsigned long long)t->rss_peak,
+            (unsigned long long)t->live_bytes, (unsigned long long)t->live_blocks,
+            (unsigned long long)t->peak_rss,
             mtl_reader_stack_count(r) ? mtl_reader_stack_count(r) - 1 : 0,
             mtl_reader_module_count(r), in->max_depth,
             (unsigned long long)t->events,
@@ -118,8 +53,7 @@ static void print_json(struct mtl_reader *r, const struct totals *t,
             in->complete ? "true" : "false", in->truncated ? "true" : "false");
 }
 
-static void print_text(struct mtl_reader *r, const struct totals *t,
-                       const struct mtl_ptrmap *live)
+static void print_text(struct mtl_reader *r, const struct mtl_totals *t)
 {
     const struct mtl_trace_info *in = mtl_reader_info(r);
     char a[32], b[32];
@@ -140,10 +74,11 @@ static void print_text(struct mtl_reader *r, const struct totals *t,
     printf("\npeak live:     %s at %.3f s\n",
            human_bytes(a, sizeof a, (double)t->peak_live_bytes),
            (double)t->peak_time_us / 1e6);
-    printf("live at end:   %s in %zu blocks\n",
-           human_bytes(b, sizeof b, (double)t->live_bytes), live->count);
-    if (t->rss_peak)
-        printf("peak RSS:      %s\n", human_bytes(a, sizeof a, (double)t->rss_peak));
+    printf("live at end:   %s in %llu blocks\n",
+           human_bytes(b, sizeof b, (double)t->live_bytes),
+           (unsigned long long)t->live_blocks);
+    if (t->peak_rss)
+        printf("peak RSS:      %s\n", human_bytes(a, sizeof a, (double)t->peak_rss));
     printf("unique stacks: %u, modules: %u\n",
            mtl_reader_stack_count(r) ? mtl_reader_stack_count(r) - 1 : 0,
            mtl_reader_module_count(r));
@@ -179,21 +114,15 @@ int cmd_info(int argc, char **argv)
     struct mtl_reader *r = cli_open_trace(path);
     if (!r)
         return 1;
-    struct totals t = {0};
-    struct mtl_ptrmap live = MTL_PTRMAP_INIT;
-    int rc = tally(r, &t, &live);
-    if (rc == -1) {
-        cli_error("info: out of memory");
-        return 1;
-    }
+    struct mtl_totals t;
+    int rc = mtl_totals_compute(r, &t);
     int bad = cli_finish_trace(r, path, rc);
     if (!bad) {
         if (json)
-            print_json(r, &t, &live);
+            print_json(r, &t);
         else
-            print_text(r, &t, &live);
+            print_text(r, &t);
     }
-    mtl_ptrmap_release(&live);
     mtl_reader_close(r);
     return bad;
 }
