@@ -7,7 +7,8 @@
  * or at the end of the trace for blocks never freed.  ops->event, when
  * set, sees every allocation and free in trace order with whether its
  * block passes; when the filters need free times to decide, that takes a
- * first pass to decide and a second to report (a bit per allocation).
+ * first pass (which reports the blocks) to decide, and a second for the
+ * events, with a bit per allocation in between.
  */
 #ifndef MTL_ANALYZE_SCAN_H
 #define MTL_ANALYZE_SCAN_H

@@ -20,6 +20,15 @@ struct mtl_command {
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_peak(int argc, char **argv);
+int cmd_leaks(int argc, char **argv);
+int cmd_temporary(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
+int cmd_tree(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
+int cmd_histogram(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Prints "memtally: " and the message, one line, on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

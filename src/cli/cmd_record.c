@@ -20,7 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "analyze/filter.h"
+#include "analyze/totals.h"
 #include "cli/cli.h"
+#include "memtally/trace.h"
 
 static const char usage_text[] =
     "usage: memtally record [options] -- PROGRAM [ARGS...]\n"
@@ -32,7 +35,13 @@ static const char usage_text[] =
     "  --depth N           frames kept per stack (1-256, default 64)\n"
     "  --follow-fork       record forked children too, each into its own trace\n"
     "  --follow-exec       record programs this one execs, each into its own trace\n"
-    "  -q, --quiet         do not print the trace's name at the end\n";
+    "  -q, --quiet         do not print the trace's name at the end\n"
+    "  --max-peak SIZE     fail (exit 86) if the peak of live bytes exceeds SIZE\n"
+    "  --max-leak SIZE     fail (exit 86) if the bytes live at the end exceed SIZE\n"
+    "                      (SIZE: bytes, or with K, M, G)\n";
+
+/* The exit status of a run that passed a --max-peak or --max-leak limit. */
+#define EXIT_LIMIT 86
 
 static pid_t child;
 
@@ -62,8 +71,8 @@ static int find_library(char *out, size_t cap)
         "libmemtally.so", "../lib/memtally/libmemtally.so", "../lib/libmemtally.so",
     };
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-        snprintf(out, cap, "%s/%s", exe, rel[i]);
-        if (access(out, R_OK) == 0)
+        int n = snprintf(out, cap, "%s/%s", exe, rel[i]);
+        if (n > 0 && (size_t)n < cap && access(out, R_OK) == 0)
             return 0;
     }
     return -1;
@@ -101,11 +110,46 @@ static int parse_uint(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* Checks the finished trace against the limits.  Returns 0 when within
+ * them, EXIT_LIMIT after saying which was passed, 1 if the trace cannot
+ * be read. */
+static int check_limits(const char *trace, int have_peak, uint64_t max_peak,
+                        int have_leak, uint64_t max_leak)
+{
+    struct mtl_reader *r = cli_open_trace(trace);
+    if (!r)
+        return 1;
+    struct mtl_totals t;
+    int rc = mtl_totals_compute(r, &t);
+    int bad = cli_finish_trace(r, trace, rc);
+    mtl_reader_close(r);
+    if (bad)
+        return 1;
+    char a[32], b[32], c[32];
+    if (have_peak && t.peak_live_bytes > max_peak) {
+        cli_error("peak live bytes %s exceed --max-peak %s by %s (trace kept: %s)",
+                  human_bytes(a, sizeof a, (double)t.peak_live_bytes),
+                  human_bytes(b, sizeof b, (double)max_peak),
+                  human_bytes(c, sizeof c, (double)(t.peak_live_bytes - max_peak)), trace);
+        return EXIT_LIMIT;
+    }
+    if (have_leak && t.live_bytes > max_leak) {
+        cli_error("bytes live at the end %s exceed --max-leak %s by %s (trace kept: %s)",
+                  human_bytes(a, sizeof a, (double)t.live_bytes),
+                  human_bytes(b, sizeof b, (double)max_leak),
+                  human_bytes(c, sizeof c, (double)(t.live_bytes - max_leak)), trace);
+        return EXIT_LIMIT;
+    }
+    return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *output = NULL;
     long depth = 64;
     int follow_fork = 0, follow_exec = 0, quiet = 0;
+    uint64_t max_peak = 0, max_leak = 0;
+    int have_max_peak = 0, have_max_leak = 0;
     int i;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -132,6 +176,15 @@ int cmd_record(int argc, char **argv)
                 cli_error("record: --depth takes a number from 1 to 256");
                 return 2;
             }
+        } else if (!strcmp(a, "--max-peak") || !strcmp(a, "--max-leak") ||
+                   !strncmp(a, "--max-peak=", 11) || !strncmp(a, "--max-leak=", 11)) {
+            int peak = !strncmp(a, "--max-peak", 10);
+            const char *v = a[10] == '=' ? a + 11 : (++i < argc ? argv[i] : NULL);
+            if (!v || mtl_parse_size(v, peak ? &max_peak : &max_leak) < 0) {
+                cli_error("record: %s takes a size (like 64M)", peak ? "--max-peak" : "--max-leak");
+                return 2;
+            }
+            *(peak ? &have_max_peak : &have_max_leak) = 1;
         } else if (!strcmp(a, "--follow-fork")) {
             follow_fork = 1;
         } else if (!strcmp(a, "--follow-exec")) {
@@ -250,6 +303,11 @@ int cmd_record(int argc, char **argv)
             fprintf(stderr, "memtally: wrote %s\n", trace);
         else
             fprintf(stderr, "memtally: no trace was written to %s\n", trace);
+    }
+    if (have_max_peak || have_max_leak) {
+        int over = check_limits(trace, have_max_peak, max_peak, have_max_leak, max_leak);
+        if (over)
+            return over;
     }
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
