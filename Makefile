@@ -24,7 +24,8 @@ CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o)
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -pthread
 READER_LIBS  := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
-CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) -lm
+# The symbolizer demangles with libstdc++'s __cxa_demangle.
+CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) -lstdc++ -lm
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples
 
@@ -69,7 +70,7 @@ $(B)/tests/programs/%: tests/programs/%.cc
 $(B)/tests/unit/%: tests/unit/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(READER_LIBS) -lm
+	    -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(CLI_LIBS)
 
 deps:
 	@sh scripts/install-deps.sh

@@ -9,9 +9,15 @@
  *   3. merge the chunks by timestamp and encode the events older than the
  *      cutoff as varint records with deltas (time, pointer); younger ones
  *      stay for the next round;
- *   4. when the block buffer holds MTL_BLOCK_TARGET bytes or has waited
+ *   4. when the block holds MTL_BLOCK_TARGET bytes or has waited
  *      MTL_BLOCK_MAX_AGE_MS, compress it into one zstd frame with a
  *      checksum and write(2) it, header first: a self-delimiting block.
+ *
+ * A block's fields go to separate streams by kind (times, sizes, stacks,
+ * pointers, the rest: docs/FORMAT.md), each contiguous in the payload, so
+ * that zstd sees runs of like values; pointers are coded against a window
+ * of the last MTL_PTR_WINDOW ones, as a block is most often freed soon
+ * after it was allocated or allocated where one was just freed.
  *
  * Only this thread (or a finishing thread, under wmu) writes the file.  It
  * marks itself as inside memtally, so zstd's own allocations pass straight
@@ -34,7 +40,8 @@
 
 #define MTL_BLOCK_TARGET (1u << 20)
 #define MTL_BLOCK_MAX_AGE_MS 250
-#define RAW_CAP (MTL_BLOCK_TARGET + (64u << 10))
+#define STREAM_CAP (MTL_BLOCK_TARGET + (64u << 10))
+#define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
 
 int mtl__writer_running;
@@ -49,15 +56,19 @@ static struct {
     int finish_detail;
     atomic_int done;           /* the END record is written */
     ZSTD_CCtx *zc;
-    uint8_t *raw;              /* the block being filled */
-    size_t used;
-    uint8_t *out;              /* its compressed form */
+    uint8_t *stream[MTL_STREAMS]; /* the block being filled, by stream */
+    size_t used[MTL_STREAMS];
+    size_t total;              /* bytes in all streams */
+    uint8_t *raw;              /* the streams put together */
+    uint8_t *out;              /* their compressed form */
     size_t out_cap;
     uint64_t block_started_ns;
     struct mtl__chunk **runs;  /* chunks with unwritten events */
     size_t nruns;
     /* encoder state, carried from block to block */
     uint64_t last_us, last_ptr;
+    uint64_t window[MTL_PTR_WINDOW]; /* the last pointers, newest at head */
+    unsigned window_head;
     uint32_t cur_thread;
     uint64_t last_rss;
     dev_t dev;                 /* the trace file's identity, to notice */
@@ -75,10 +86,21 @@ static struct {
 
 static void flush_block(void)
 {
-    if (w.used == 0 || w.failed)
+    if (w.total == 0 || w.failed)
         return;
+    /* The payload: the stream lengths, then the streams. */
+    uint8_t *p = mtl__put_varint(w.raw, MTL_STREAMS);
+    for (int i = 0; i < MTL_STREAMS; i++)
+        p = mtl__put_varint(p, w.used[i]);
+    for (int i = 0; i < MTL_STREAMS; i++) {
+        memcpy(p, w.stream[i], w.used[i]);
+        p += w.used[i];
+        w.used[i] = 0;
+    }
+    size_t raw = (size_t)(p - w.raw);
+    w.total = 0;
     size_t c = ZSTD_compress2(w.zc, w.out + MTL_BLOCK_HEADER_SIZE,
-                              w.out_cap - MTL_BLOCK_HEADER_SIZE, w.raw, w.used);
+                              w.out_cap - MTL_BLOCK_HEADER_SIZE, w.raw, raw);
     if (ZSTD_isError(c)) {
         mtl__say("cannot compress a trace block: %s; recording stopped",
                  ZSTD_getErrorName(c));
@@ -93,37 +115,60 @@ static void flush_block(void)
     }
     mtl__put_u32le(w.out, MTL_BLOCK_MAGIC);
     mtl__put_u32le(w.out + 4, (uint32_t)c);
-    mtl__put_u32le(w.out + 8, (uint32_t)w.used);
-    mtl__put_u32le(w.out + 12, mtl__block_check((uint32_t)c, (uint32_t)w.used));
+    mtl__put_u32le(w.out + 8, (uint32_t)raw);
+    mtl__put_u32le(w.out + 12, mtl__block_check((uint32_t)c, (uint32_t)raw));
     int rc = mtl__write_all(mtl__pl.fd, w.out, MTL_BLOCK_HEADER_SIZE + c);
     if (rc < 0) {
         mtl__say("cannot write %s: %s; recording stopped", mtl__pl.opt.output,
                  strerror(-rc));
         w.failed = 1;
     }
-    w.used = 0;
 }
 
-/* Makes room for n more bytes in the block, flushing it if need be. */
-static inline uint8_t *reserve(size_t n)
+/* Makes room for n more bytes in every stream, flushing the block if need
+ * be. */
+static inline void reserve(size_t n)
 {
-    if (w.used + n > RAW_CAP)
-        flush_block();
-    return w.raw + w.used;
+    for (int i = 0; i < MTL_STREAMS; i++)
+        if (w.used[i] + n > STREAM_CAP) {
+            flush_block();
+            return;
+        }
 }
 
-static inline void commit(uint8_t *end)
+static inline void put_byte(int stream, uint8_t b)
 {
-    w.used = (size_t)(end - w.raw);
-    if (w.used == 0)
-        return;
+    w.stream[stream][w.used[stream]++] = b;
+    w.total++;
 }
 
-static uint8_t *put_str(uint8_t *p, const char *s, size_t n)
+static inline void put_var(int stream, uint64_t v)
 {
-    p = mtl__put_varint(p, n);
-    memcpy(p, s, n);
-    return p + n;
+    uint8_t *p = w.stream[stream] + w.used[stream];
+    size_t n = (size_t)(mtl__put_varint(p, v) - p);
+    w.used[stream] += n;
+    w.total += n;
+}
+
+/* Room in the main stream for a definition writer (modules, stacks). */
+static uint8_t *main_room(size_t *cap)
+{
+    *cap = STREAM_CAP - w.used[MTL_S_MAIN];
+    return w.stream[MTL_S_MAIN] + w.used[MTL_S_MAIN];
+}
+
+static void main_advance(size_t n)
+{
+    w.used[MTL_S_MAIN] += n;
+    w.total += n;
+}
+
+static void put_str(int stream, const char *str, size_t n)
+{
+    put_var(stream, n);
+    memcpy(w.stream[stream] + w.used[stream], str, n);
+    w.used[stream] += n;
+    w.total += n;
 }
 
 /* --- the header -------------------------------------------------------- */
@@ -131,18 +176,18 @@ static uint8_t *put_str(uint8_t *p, const char *s, size_t n)
 enum { HK_PROGRAM = 1, HK_CMDLINE, HK_PID, HK_PPID, HK_START_UNIX_US, HK_MODE,
        HK_SAMPLE_RATE, HK_MAX_DEPTH };
 
-static uint8_t *hdr_int(uint8_t *p, unsigned key, uint64_t v)
+static void hdr_int(unsigned key, uint64_t v)
 {
-    p = mtl__put_varint(p, key);
-    p = mtl__put_varint(p, 0);
-    return mtl__put_varint(p, v);
+    put_var(MTL_S_MAIN, key);
+    put_var(MTL_S_MAIN, 0);
+    put_var(MTL_S_MAIN, v);
 }
 
-static uint8_t *hdr_str(uint8_t *p, unsigned key, const char *s, size_t n)
+static void hdr_str(unsigned key, const char *str, size_t n)
 {
-    p = mtl__put_varint(p, key);
-    p = mtl__put_varint(p, 1);
-    return put_str(p, s, n);
+    put_var(MTL_S_MAIN, key);
+    put_var(MTL_S_MAIN, 1);
+    put_str(MTL_S_MAIN, str, n);
 }
 
 static void write_header_record(void)
@@ -167,19 +212,17 @@ static void write_header_record(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
 
-    uint8_t *p = reserve(sizeof exe + sizeof cmd + 128);
-    *p++ = MTL_REC_HEADER;
-    p = mtl__put_varint(p, 8);
-    p = hdr_str(p, HK_PROGRAM, exe, strlen(exe));
-    p = hdr_str(p, HK_CMDLINE, cmd, clen);
-    p = hdr_int(p, HK_PID, (uint64_t)getpid());
-    p = hdr_int(p, HK_PPID, (uint64_t)getppid());
-    p = hdr_int(p, HK_START_UNIX_US,
-                (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec);
-    p = hdr_int(p, HK_MODE, 0);
-    p = hdr_int(p, HK_SAMPLE_RATE, 0);
-    p = hdr_int(p, HK_MAX_DEPTH, mtl__pl.opt.depth);
-    commit(p);
+    reserve(sizeof exe + sizeof cmd + 128);
+    put_byte(MTL_S_MAIN, MTL_REC_HEADER);
+    put_var(MTL_S_MAIN, 8);
+    hdr_str(HK_PROGRAM, exe, strlen(exe));
+    hdr_str(HK_CMDLINE, cmd, clen);
+    hdr_int(HK_PID, (uint64_t)getpid());
+    hdr_int(HK_PPID, (uint64_t)getppid());
+    hdr_int(HK_START_UNIX_US, (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec);
+    hdr_int(HK_MODE, 0);
+    hdr_int(HK_SAMPLE_RATE, 0);
+    hdr_int(HK_MAX_DEPTH, mtl__pl.opt.depth);
 }
 
 /* --- opening ----------------------------------------------------------- */
@@ -259,7 +302,10 @@ static int start_file(int exact)
     mtl__put_u32le(hdr + 8, MTL_FORMAT_VERSION);
     if (mtl__write_all(fd, hdr, sizeof hdr) < 0)
         return -1;
-    w.used = 0;
+    memset(w.used, 0, sizeof w.used);
+    w.total = 0;
+    memset(w.window, 0, sizeof w.window);
+    w.window_head = 0;
     w.last_us = w.last_ptr = 0;
     w.cur_thread = UINT32_MAX;
     w.last_rss = 0;
@@ -272,6 +318,9 @@ static int start_file(int exact)
 
 int mtl__writer_open(void)
 {
+    for (int i = 0; i < MTL_STREAMS; i++)
+        if (!(w.stream[i] = mtl__pages_alloc(STREAM_CAP)))
+            return -1;
     w.raw = mtl__pages_alloc(RAW_CAP);
     w.out_cap = ZSTD_compressBound(RAW_CAP) + MTL_BLOCK_HEADER_SIZE;
     w.out = mtl__pages_alloc(w.out_cap);
@@ -292,7 +341,7 @@ int mtl__writer_open(void)
 
 /* --- encoding events --------------------------------------------------- */
 
-static inline uint8_t *put_dt(uint8_t *p, uint64_t t_ns)
+static inline void put_dt(uint64_t t_ns)
 {
     uint64_t us = t_ns / 1000;
     /* Events arrive in time order; a stamp from before the last one can
@@ -300,59 +349,76 @@ static inline uint8_t *put_dt(uint8_t *p, uint64_t t_ns)
     uint64_t dt = us > w.last_us ? us - w.last_us : 0;
     if (us > w.last_us)
         w.last_us = us;
-    return mtl__put_varint(p, dt);
+    put_var(MTL_S_TIME, dt);
+}
+
+/* A pointer: k + 1 if it is the k-th newest of the window, else 0 and
+ * its difference from the previous pointer.  The window takes it either
+ * way. */
+static inline void put_ptr(uint64_t ptr)
+{
+    unsigned k;
+    for (k = 0; k < MTL_PTR_WINDOW; k++)
+        if (w.window[(w.window_head - k) % MTL_PTR_WINDOW] == ptr)
+            break;
+    if (k < MTL_PTR_WINDOW) {
+        put_var(MTL_S_PTR, k + 1);
+    } else {
+        put_var(MTL_S_PTR, 0);
+        put_var(MTL_S_PTR, mtl__zigzag((int64_t)(ptr - w.last_ptr)));
+    }
+    w.window_head = (w.window_head + 1) % MTL_PTR_WINDOW;
+    w.window[w.window_head] = ptr;
+    w.last_ptr = ptr;
 }
 
 static void encode(const struct mtl__ev *e)
 {
-    uint8_t *p = reserve(64);
+    reserve(64);
     unsigned type = MTL__EV_TYPE(e);
     uint64_t t = MTL__EV_TIME(e);
     if ((type == MTL__EV_ALLOC || type == MTL__EV_FREE) &&
         e->thread != w.cur_thread) {
-        *p++ = MTL_REC_THREAD_SWITCH;
-        p = mtl__put_varint(p, e->thread);
+        put_byte(MTL_S_MAIN, MTL_REC_THREAD_SWITCH);
+        put_var(MTL_S_MAIN, e->thread);
         w.cur_thread = e->thread;
     }
     switch (type) {
     case MTL__EV_ALLOC:
-        *p++ = MTL_REC_ALLOC;
-        p = put_dt(p, t);
-        p = mtl__put_varint(p, e->b);
-        p = mtl__put_varint(p, e->stack);
-        p = mtl__put_varint(p, mtl__zigzag((int64_t)(e->a - w.last_ptr)));
-        w.last_ptr = e->a;
+        put_byte(MTL_S_MAIN, MTL_REC_ALLOC);
+        put_dt(t);
+        put_var(MTL_S_SIZE, e->b);
+        put_var(MTL_S_STACK, e->stack);
+        put_ptr(e->a);
         break;
     case MTL__EV_FREE:
-        *p++ = MTL_REC_FREE;
-        p = put_dt(p, t);
-        p = mtl__put_varint(p, mtl__zigzag((int64_t)(e->a - w.last_ptr)));
-        w.last_ptr = e->a;
+        put_byte(MTL_S_MAIN, MTL_REC_FREE);
+        put_dt(t);
+        put_ptr(e->a);
         break;
     case MTL__EV_THREAD_START:
-        *p++ = MTL_REC_THREAD_START;
-        p = put_dt(p, t);
-        p = mtl__put_varint(p, e->thread);
-        p = mtl__put_varint(p, e->a);
+        put_byte(MTL_S_MAIN, MTL_REC_THREAD_START);
+        put_dt(t);
+        put_var(MTL_S_MAIN, e->thread);
+        put_var(MTL_S_MAIN, e->a);
         break;
     case MTL__EV_THREAD_NAME: {
         char name[17];
         memcpy(name, &e->a, 8);
         memcpy(name + 8, &e->b, 8);
         name[16] = '\0';
-        *p++ = MTL_REC_THREAD_NAME;
-        p = put_dt(p, t);
-        p = mtl__put_varint(p, e->thread);
-        p = put_str(p, name, strlen(name));
+        put_byte(MTL_S_MAIN, MTL_REC_THREAD_NAME);
+        put_dt(t);
+        put_var(MTL_S_MAIN, e->thread);
+        put_str(MTL_S_MAIN, name, strlen(name));
         break;
     }
     case MTL__EV_THREAD_EXIT:
-        *p++ = MTL_REC_THREAD_EXIT;
-        p = put_dt(p, t);
-        p = mtl__put_varint(p, e->thread);
+        put_byte(MTL_S_MAIN, MTL_REC_THREAD_EXIT);
+        put_dt(t);
+        put_var(MTL_S_MAIN, e->thread);
         break;
     }
-    commit(p);
 }
 
 /* --- merging ----------------------------------------------------------- */
@@ -414,17 +480,18 @@ static void merge_runs(uint64_t cutoff)
 static void write_definitions(void)
 {
     int more;
+    size_t cap;
     do {
-        uint8_t *p = reserve(RAW_CAP / 2);
-        size_t n = mtl__modules_emit(p, RAW_CAP - w.used, &more);
-        w.used += n;
+        reserve(STREAM_CAP / 2);
+        uint8_t *p = main_room(&cap);
+        main_advance(mtl__modules_emit(p, cap, &more));
         if (more)
             flush_block();
     } while (more && !w.failed);
     do {
-        uint8_t *p = reserve(RAW_CAP / 2);
-        size_t n = mtl__stacks_emit(p, RAW_CAP - w.used, &more);
-        w.used += n;
+        reserve(STREAM_CAP / 2);
+        uint8_t *p = main_room(&cap);
+        main_advance(mtl__stacks_emit(p, cap, &more));
         if (more)
             flush_block();
     } while (more && !w.failed);
@@ -454,21 +521,19 @@ static void sample_rss(uint64_t t_ns)
     if (rss == w.last_rss)
         return;
     w.last_rss = rss;
-    uint8_t *p = reserve(32);
-    *p++ = MTL_REC_RSS;
-    p = put_dt(p, t_ns);
-    p = mtl__put_varint(p, rss);
-    commit(p);
+    reserve(32);
+    put_byte(MTL_S_MAIN, MTL_REC_RSS);
+    put_dt(t_ns);
+    put_var(MTL_S_MAIN, rss);
 }
 
 static void write_end(uint64_t now, unsigned reason, int detail)
 {
-    uint8_t *p = reserve(32);
-    *p++ = MTL_REC_END;
-    p = put_dt(p, now);
-    p = mtl__put_varint(p, reason);
-    p = mtl__put_varint(p, (uint64_t)detail);
-    commit(p);
+    reserve(32);
+    put_byte(MTL_S_MAIN, MTL_REC_END);
+    put_dt(now);
+    put_var(MTL_S_MAIN, reason);
+    put_var(MTL_S_MAIN, (uint64_t)detail);
     flush_block();
 }
 
@@ -494,7 +559,7 @@ static void round_locked(int final, unsigned trylock_spins)
         atomic_store(&w.done, 1);
         return;
     }
-    if (w.used >= MTL_BLOCK_TARGET ||
+    if (w.total >= MTL_BLOCK_TARGET ||
         now - w.block_started_ns >= MTL_BLOCK_MAX_AGE_MS * 1000000ull) {
         flush_block();
         w.block_started_ns = now;

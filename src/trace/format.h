@@ -19,6 +19,21 @@
 #define MTL_BLOCK_HEADER_SIZE 16
 #define MTL_BLOCK_MAX_RAW (8u << 20)
 
+/* A block's payload is split into streams by the kind of field: the
+ * record types and most fields in MAIN, times, sizes, stacks and pointers
+ * each in their own (docs/FORMAT.md, "Streams"). */
+enum mtl__stream {
+    MTL_S_MAIN = 0,
+    MTL_S_TIME = 1,
+    MTL_S_SIZE = 2,
+    MTL_S_STACK = 3,
+    MTL_S_PTR = 4,
+    MTL_STREAMS = 5,
+};
+
+/* Pointers are coded against the last MTL_PTR_WINDOW pointers. */
+#define MTL_PTR_WINDOW 64
+
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {
     MTL_REC_HEADER = 0x01,        /* first record of the first block */

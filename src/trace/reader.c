@@ -43,12 +43,15 @@ struct mtl_reader {
     ZSTD_DCtx *dctx;
     uint8_t *cbuf, *raw;
     size_t cbuf_cap;
-    const uint8_t *p, *end; /* records left in the current block */
+    /* the current block's streams (docs/FORMAT.md): what is left of each */
+    const uint8_t *sp[MTL_STREAMS], *se[MTL_STREAMS];
     uint64_t blocks;
     int at_eof;
 
     /* decoder state */
     uint64_t last_us, last_ptr;
+    uint64_t window[MTL_PTR_WINDOW];
+    unsigned window_head;
     uint32_t cur_thread;
 
     /* stacks: node 0 is the root */
@@ -165,27 +168,62 @@ static int next_block(struct mtl_reader *r)
     size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, MTL_BLOCK_MAX_RAW, r->cbuf, csize);
     if (ZSTD_isError(got) || got != rsize)
         return MTL_ECORRUPT;
-    r->p = r->raw;
-    r->end = r->raw + rsize;
+    /* The stream table: their number, their lengths, then the streams. */
+    const uint8_t *p = r->raw, *end = r->raw + rsize;
+    uint64_t nstreams, len[MTL_STREAMS];
+    if (mtl__get_varint(&p, end, &nstreams) < 0 || nstreams != MTL_STREAMS)
+        return MTL_ECORRUPT;
+    for (int i = 0; i < MTL_STREAMS; i++)
+        if (mtl__get_varint(&p, end, &len[i]) < 0)
+            return MTL_ECORRUPT;
+    for (int i = 0; i < MTL_STREAMS; i++) {
+        if (len[i] > (uint64_t)(end - p))
+            return MTL_ECORRUPT;
+        r->sp[i] = p;
+        r->se[i] = p += len[i];
+    }
+    if (p != end)
+        return MTL_ECORRUPT;
     r->blocks++;
     return 1;
 }
 
-#define GET(v)                                                               \
+/* Reads a varint from a stream, or returns MTL_ECORRUPT. */
+#define GETS(stream, v)                                                      \
     do {                                                                     \
-        if (mtl__get_varint(&r->p, r->end, &(v)) < 0)                        \
+        if (mtl__get_varint(&r->sp[stream], r->se[stream], &(v)) < 0)        \
             return MTL_ECORRUPT;                                             \
     } while (0)
+#define GET(v) GETS(MTL_S_MAIN, v)
 
 static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
 {
     uint64_t len;
     GET(len);
-    if (len > (uint64_t)(r->end - r->p))
+    if (len > (uint64_t)(r->se[MTL_S_MAIN] - r->sp[MTL_S_MAIN]))
         return MTL_ECORRUPT;
-    *s = r->p;
+    *s = r->sp[MTL_S_MAIN];
     *n = (size_t)len;
-    r->p += len;
+    r->sp[MTL_S_MAIN] += len;
+    return 0;
+}
+
+/* A pointer, coded against the window (docs/FORMAT.md). */
+static int get_ptr(struct mtl_reader *r, uint64_t *ptr)
+{
+    uint64_t k, d;
+    GETS(MTL_S_PTR, k);
+    if (k > MTL_PTR_WINDOW)
+        return MTL_ECORRUPT;
+    if (k) {
+        *ptr = r->window[(r->window_head - (unsigned)(k - 1)) % MTL_PTR_WINDOW];
+    } else {
+        GETS(MTL_S_PTR, d);
+        *ptr = r->last_ptr + (uint64_t)mtl__unzigzag(d);
+    }
+    r->window_head = (r->window_head + 1) % MTL_PTR_WINDOW;
+    r->window[r->window_head] = *ptr;
+    r->last_ptr = *ptr;
     return 0;
 }
 
@@ -309,20 +347,25 @@ static int read_module(struct mtl_reader *r, struct mtl_event *ev)
     if (m->path)
         return MTL_ECORRUPT; /* defined twice */
     struct mtl_segment *seg = calloc(nseg ? nseg : 1, sizeof *seg);
+    if (!seg)
+        return MTL_ENOMEM;
+    for (uint64_t i = 0; i < nseg; i++) {
+        uint64_t flags;
+        if (mtl__get_varint(&r->sp[MTL_S_MAIN], r->se[MTL_S_MAIN], &seg[i].vaddr) < 0 ||
+            mtl__get_varint(&r->sp[MTL_S_MAIN], r->se[MTL_S_MAIN], &seg[i].memsz) < 0 ||
+            mtl__get_varint(&r->sp[MTL_S_MAIN], r->se[MTL_S_MAIN], &flags) < 0) {
+            free(seg);
+            return MTL_ECORRUPT;
+        }
+        seg[i].flags = (uint32_t)flags;
+    }
     char *path = dup_bytes(s, slen);
     uint8_t *b = blen ? malloc(blen) : NULL;
-    if (!seg || !path || (blen && !b)) {
+    if (!path || (blen && !b)) {
         free(seg);
         free(path);
         free(b);
         return MTL_ENOMEM;
-    }
-    for (uint64_t i = 0; i < nseg; i++) {
-        uint64_t flags;
-        GET(seg[i].vaddr);
-        GET(seg[i].memsz);
-        GET(flags);
-        seg[i].flags = (uint32_t)flags;
     }
     if (blen)
         memcpy(b, bid, blen);
@@ -403,23 +446,27 @@ static int thread_slot(struct mtl_reader *r, uint64_t index)
     return 0;
 }
 
+/* A thread's name is owned by the reader exactly when it is not empty
+ * (the empty name is a static ""). */
 static int set_thread_name(struct mtl_reader *r, uint32_t index,
                            const uint8_t *s, size_t n)
 {
-    char *name = dup_bytes(s, n);
-    if (!name)
+    char *name = n ? dup_bytes(s, n) : NULL;
+    if (n && !name)
         return MTL_ENOMEM;
     struct mtl_thread *t = &r->threads[index];
     if (t->name && *t->name)
         free((char *)t->name);
-    t->name = name;
+    t->name = name && *name ? name : "";
+    if (name && !*name)
+        free(name); /* a name of NUL bytes */
     return 0;
 }
 
 static int advance_time(struct mtl_reader *r, struct mtl_event *ev)
 {
     uint64_t dt;
-    GET(dt);
+    GETS(MTL_S_TIME, dt);
     r->last_us += dt;
     ev->time_us = r->last_us;
     if (r->last_us > r->info.duration_us)
@@ -430,7 +477,7 @@ static int advance_time(struct mtl_reader *r, struct mtl_event *ev)
 /* Decodes one record; returns 1 when it filled *ev, 0 for a definition. */
 static int read_record(struct mtl_reader *r, struct mtl_event *ev)
 {
-    uint8_t type = *r->p++;
+    uint8_t type = *r->sp[MTL_S_MAIN]++;
     uint64_t v, v2;
     int rc;
     memset(ev, 0, sizeof *ev);
@@ -514,12 +561,13 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         return 0;
     case MTL_REC_ALLOC:
     case MTL_REC_ALLOC_EX: {
-        uint64_t size, stack, dptr, flags = 0, tag = 0;
+        uint64_t size, stack, ptr, flags = 0, tag = 0;
         if ((rc = advance_time(r, ev)) < 0)
             return rc;
-        GET(size);
-        GET(stack);
-        GET(dptr);
+        GETS(MTL_S_SIZE, size);
+        GETS(MTL_S_STACK, stack);
+        if ((rc = get_ptr(r, &ptr)) < 0)
+            return rc;
         if (type == MTL_REC_ALLOC_EX) {
             GET(flags);
             if (flags & ~(uint64_t)MTL_ALLOC_EX_TAG)
@@ -529,10 +577,9 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         }
         if (stack >= r->nnodes || tag > r->nstrings)
             return MTL_ECORRUPT;
-        r->last_ptr += (uint64_t)mtl__unzigzag(dptr);
         ev->type = MTL_EV_ALLOC;
         ev->thread = r->cur_thread;
-        ev->ptr = r->last_ptr;
+        ev->ptr = ptr;
         ev->size = size;
         ev->stack = (uint32_t)stack;
         ev->tag = (uint32_t)tag;
@@ -541,13 +588,10 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         return 1;
     }
     case MTL_REC_FREE:
-        if ((rc = advance_time(r, ev)) < 0)
+        if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, &ev->ptr)) < 0)
             return rc;
-        GET(v);
-        r->last_ptr += (uint64_t)mtl__unzigzag(v);
         ev->type = MTL_EV_FREE;
         ev->thread = r->cur_thread;
-        ev->ptr = r->last_ptr;
         return 1;
     case MTL_REC_RSS:
         if ((rc = advance_time(r, ev)) < 0)
@@ -573,11 +617,14 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
 int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
 {
     for (;;) {
-        while (r->p < r->end) {
+        while (r->sp[MTL_S_MAIN] < r->se[MTL_S_MAIN]) {
             int rc = read_record(r, ev);
             if (rc != 0)
                 return rc;
         }
+        for (int i = 1; i < MTL_STREAMS; i++)
+            if (r->sp[i] != r->se[i])
+                return MTL_ECORRUPT; /* fields no record used */
         if (r->at_eof)
             return 0;
         int rc = next_block(r);
@@ -651,10 +698,11 @@ int mtl_reader_open(struct mtl_reader **out, const char *path)
     int rc = next_block(r);
     if (rc == 0)
         rc = MTL_ECORRUPT; /* not even the header: nothing to read */
-    if (rc > 0 && (r->p >= r->end || *r->p != MTL_REC_HEADER))
+    if (rc > 0 && (r->sp[MTL_S_MAIN] >= r->se[MTL_S_MAIN] ||
+                   *r->sp[MTL_S_MAIN] != MTL_REC_HEADER))
         rc = MTL_ECORRUPT;
     if (rc > 0) {
-        r->p++;
+        r->sp[MTL_S_MAIN]++;
         rc = read_header(r);
     }
     if (rc < 0) {

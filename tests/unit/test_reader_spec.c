@@ -13,19 +13,54 @@
 #include "memtally/trace.h"
 #include "trace/format.h"
 
+/* A block's payload as docs/FORMAT.md lays it out: one buffer a stream. */
 struct buf {
-    uint8_t d[1 << 16];
-    size_t n;
+    uint8_t d[MTL_STREAMS][1 << 14];
+    size_t n[MTL_STREAMS];
+    int bad_count; /* write a wrong number of streams */
 };
 
-static void byte(struct buf *b, uint8_t v) { b->d[b->n++] = v; }
-static void var(struct buf *b, uint64_t v) { b->n = (size_t)(mtl__put_varint(b->d + b->n, v) - b->d); }
-static void svar(struct buf *b, int64_t v) { var(b, mtl__zigzag(v)); }
+static void svar_in(struct buf *b, int s, uint64_t v)
+{
+    b->n[s] = (size_t)(mtl__put_varint(b->d[s] + b->n[s], v) - b->d[s]);
+}
+static void byte(struct buf *b, uint8_t v) { b->d[MTL_S_MAIN][b->n[MTL_S_MAIN]++] = v; }
+static void var(struct buf *b, uint64_t v) { svar_in(b, MTL_S_MAIN, v); }
+static void dt(struct buf *b, uint64_t v) { svar_in(b, MTL_S_TIME, v); }
+static void size_(struct buf *b, uint64_t v) { svar_in(b, MTL_S_SIZE, v); }
+static void stack_(struct buf *b, uint64_t v) { svar_in(b, MTL_S_STACK, v); }
+/* A pointer given as a difference from the previous one (not the window). */
+static void ptr_delta(struct buf *b, int64_t d)
+{
+    svar_in(b, MTL_S_PTR, 0);
+    svar_in(b, MTL_S_PTR, mtl__zigzag(d));
+}
+/* A pointer given as the k-th newest of the window (k from 0). */
+static void ptr_window(struct buf *b, unsigned k) { svar_in(b, MTL_S_PTR, k + 1); }
 static void str(struct buf *b, const char *s)
 {
     var(b, strlen(s));
-    memcpy(b->d + b->n, s, strlen(s));
-    b->n += strlen(s);
+    memcpy(b->d[MTL_S_MAIN] + b->n[MTL_S_MAIN], s, strlen(s));
+    b->n[MTL_S_MAIN] += strlen(s);
+}
+
+static void clear(struct buf *b)
+{
+    memset(b->n, 0, sizeof b->n);
+    b->bad_count = 0;
+}
+
+/* The payload: the stream count and lengths, then the streams. */
+static size_t payload(const struct buf *b, uint8_t *out)
+{
+    uint8_t *p = mtl__put_varint(out, MTL_STREAMS + (unsigned)b->bad_count);
+    for (int i = 0; i < MTL_STREAMS; i++)
+        p = mtl__put_varint(p, b->n[i]);
+    for (int i = 0; i < MTL_STREAMS; i++) {
+        memcpy(p, b->d[i], b->n[i]);
+        p += b->n[i];
+    }
+    return (size_t)(p - out);
 }
 
 static char path[] = "/tmp/memtally-unit-XXXXXX";
@@ -39,19 +74,20 @@ static void file_header(FILE *f, uint32_t version, uint32_t flags)
     fwrite(h, 1, 16, f);
 }
 
-static void block(FILE *f, const struct buf *payload, int break_check)
+static void block(FILE *f, const struct buf *b, int break_check)
 {
-    static uint8_t c[1 << 17];
+    static uint8_t raw[1 << 17], c[1 << 17];
+    size_t u = payload(b, raw);
     ZSTD_CCtx *z = ZSTD_createCCtx();
     ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
-    size_t n = ZSTD_compress2(z, c, sizeof c, payload->d, payload->n);
+    size_t n = ZSTD_compress2(z, c, sizeof c, raw, u);
     ZSTD_freeCCtx(z);
     CHECK(!ZSTD_isError(n));
     uint8_t h[16];
     mtl__put_u32le(h, MTL_BLOCK_MAGIC);
     mtl__put_u32le(h + 4, (uint32_t)n);
-    mtl__put_u32le(h + 8, (uint32_t)payload->n);
-    mtl__put_u32le(h + 12, mtl__block_check((uint32_t)n, (uint32_t)payload->n) ^ (uint32_t)break_check);
+    mtl__put_u32le(h + 8, (uint32_t)u);
+    mtl__put_u32le(h + 12, mtl__block_check((uint32_t)n, (uint32_t)u) ^ (uint32_t)break_check);
     fwrite(h, 1, 16, f);
     fwrite(c, 1, n, f);
 }
@@ -70,7 +106,8 @@ static void header_record(struct buf *b)
 /* Block 1: definitions and a few events; block 2: more events and END. */
 static void good_blocks(struct buf *b1, struct buf *b2, int with_end)
 {
-    b1->n = b2->n = 0;
+    clear(b1);
+    clear(b2);
     header_record(b1);
     byte(b1, MTL_REC_MODULE_LOAD);
     var(b1, 0), var(b1, 5), var(b1, 0x400000), str(b1, "/bin/prog");
@@ -81,15 +118,16 @@ static void good_blocks(struct buf *b1, struct buf *b2, int with_end)
     var(b1, 1), var(b1, mtl__zigzag(0x400100) << 1); /* 1: main */
     var(b1, 1), var(b1, mtl__zigzag(0x200) << 1);    /* 2: f, called by main */
     var(b1, 2), var(b1, mtl__zigzag(0x400300) << 1); /* 3: g, called by main */
-    byte(b1, MTL_REC_THREAD_START), var(b1, 10), var(b1, 0), var(b1, 4242);
-    byte(b1, MTL_REC_THREAD_NAME), var(b1, 0), var(b1, 0), str(b1, "main");
+    byte(b1, MTL_REC_THREAD_START), dt(b1, 10), var(b1, 0), var(b1, 4242);
+    byte(b1, MTL_REC_THREAD_NAME), dt(b1, 0), var(b1, 0), str(b1, "main");
     byte(b1, MTL_REC_THREAD_SWITCH), var(b1, 0);
-    byte(b1, MTL_REC_ALLOC), var(b1, 5), var(b1, 100), var(b1, 2), svar(b1, 0x1000);
-    byte(b1, MTL_REC_ALLOC), var(b1, 0), var(b1, 50), var(b1, 3), svar(b1, 0x100);
-    byte(b2, MTL_REC_FREE), var(b2, 20), svar(b2, -0x100);
-    byte(b2, MTL_REC_RSS), var(b2, 1), var(b2, 8192);
+    byte(b1, MTL_REC_ALLOC), dt(b1, 5), size_(b1, 100), stack_(b1, 2), ptr_delta(b1, 0x1000);
+    byte(b1, MTL_REC_ALLOC), dt(b1, 0), size_(b1, 50), stack_(b1, 3), ptr_delta(b1, 0x100);
+    /* 0x1000 is the second newest pointer of the window now */
+    byte(b2, MTL_REC_FREE), dt(b2, 20), ptr_window(b2, 1);
+    byte(b2, MTL_REC_RSS), dt(b2, 1), var(b2, 8192);
     if (with_end)
-        byte(b2, MTL_REC_END), var(b2, 0), var(b2, 0), var(b2, 0);
+        byte(b2, MTL_REC_END), dt(b2, 0), var(b2, 0), var(b2, 0);
 }
 
 static void write_trace(const struct buf *b1, const struct buf *b2)
@@ -264,24 +302,47 @@ static void test_damage(void)
     CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
 
     /* Malformed records in the second block. */
-    static const uint8_t bad_records[][8] = {
-        { MTL_REC_STACK_NODES, 4, 1, 0, 0 },  /* parent_delta 0 */
-        { MTL_REC_STACK_NODES, 9, 1, 1, 0 },  /* first != count so far */
-        { MTL_REC_ALLOC, 0, 1, 77, 0 },       /* stack 77 undefined */
-        { 0x7f },                             /* unknown record type */
-        { MTL_REC_FREE, 0x80 },               /* varint cut by the block end */
-        { MTL_REC_MODULE_UNLOAD, 5, 0 },      /* module 5 undefined */
-        { MTL_REC_ALLOC_EX, 0, 1, 1, 0, 4 },  /* unknown ALLOC_EX flag */
-    };
-    static const size_t bad_len[] = { 5, 5, 5, 1, 2, 3, 6 };
-    for (size_t i = 0; i < sizeof bad_len / sizeof *bad_len; i++) {
-        struct buf bad = { .n = 0 };
-        memcpy(bad.d, bad_records[i], bad_len[i]);
-        bad.n = bad_len[i];
+    for (int i = 0; i < 10; i++) {
+        static struct buf bad;
+        clear(&bad);
+        switch (i) {
+        case 0: /* parent_delta 0 */
+            byte(&bad, MTL_REC_STACK_NODES), var(&bad, 4), var(&bad, 1), var(&bad, 0), var(&bad, 0);
+            break;
+        case 1: /* first != count so far */
+            byte(&bad, MTL_REC_STACK_NODES), var(&bad, 9), var(&bad, 1), var(&bad, 1), var(&bad, 0);
+            break;
+        case 2: /* stack 77 undefined */
+            byte(&bad, MTL_REC_ALLOC), dt(&bad, 0), size_(&bad, 1), stack_(&bad, 77), ptr_delta(&bad, 8);
+            break;
+        case 3: /* unknown record type */
+            byte(&bad, 0x7f);
+            break;
+        case 4: /* a FREE whose pointer field is missing */
+            byte(&bad, MTL_REC_FREE), dt(&bad, 0);
+            break;
+        case 5: /* module 5 undefined */
+            byte(&bad, MTL_REC_MODULE_UNLOAD), var(&bad, 5), var(&bad, 0);
+            break;
+        case 6: /* unknown ALLOC_EX flag */
+            byte(&bad, MTL_REC_ALLOC_EX), dt(&bad, 0), size_(&bad, 1), stack_(&bad, 1);
+            ptr_delta(&bad, 8), var(&bad, 4);
+            break;
+        case 7: /* a window index past the window */
+            byte(&bad, MTL_REC_FREE), dt(&bad, 0), ptr_window(&bad, MTL_PTR_WINDOW);
+            break;
+        case 8: /* a field left over in a stream */
+            byte(&bad, MTL_REC_FREE), dt(&bad, 0), ptr_delta(&bad, 8), size_(&bad, 3);
+            break;
+        case 9: /* the wrong number of streams */
+            byte(&bad, MTL_REC_FREE), dt(&bad, 0), ptr_delta(&bad, 8);
+            bad.bad_count = 1;
+            break;
+        }
         write_trace(&b1, &bad);
         int rc = read_all(&a, &f);
         if (rc != MTL_ECORRUPT)
-            fprintf(stderr, "bad record %zu read as %d\n", i, rc);
+            fprintf(stderr, "bad record %d read as %d\n", i, rc);
         CHECK_EQ(rc, MTL_ECORRUPT);
     }
 
@@ -301,7 +362,7 @@ static void test_records_after_end(void)
 {
     struct buf b1, b2;
     good_blocks(&b1, &b2, 1);
-    byte(&b2, MTL_REC_ALLOC), var(&b2, 1), var(&b2, 8), var(&b2, 1), svar(&b2, 64);
+    byte(&b2, MTL_REC_ALLOC), dt(&b2, 1), size_(&b2, 8), stack_(&b2, 1), ptr_delta(&b2, 64);
     write_trace(&b1, &b2);
     int a, f;
     struct mtl_reader *r;
@@ -313,7 +374,7 @@ static void test_records_after_end(void)
         ;
     CHECK(mtl_reader_info(r)->truncated && !mtl_reader_info(r)->complete);
     mtl_reader_close(r);
-    byte(&b2, MTL_REC_END), var(&b2, 0), var(&b2, 1), var(&b2, 0);
+    byte(&b2, MTL_REC_END), dt(&b2, 0), var(&b2, 1), var(&b2, 0);
     write_trace(&b1, &b2);
     CHECK(mtl_reader_open(&r, path) == 0);
     while (mtl_reader_next(r, &ev) > 0)
