@@ -43,6 +43,7 @@
 #define STREAM_CAP (MTL_BLOCK_TARGET + (64u << 10))
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
+#define WINDOW_INDEX 256 /* hash slots that find a pointer in the window */
 
 int mtl__writer_running;
 
@@ -67,8 +68,8 @@ static struct {
     size_t nruns;
     /* encoder state, carried from block to block */
     uint64_t last_us, last_ptr;
-    uint64_t window[MTL_PTR_WINDOW]; /* the last pointers, newest at head */
-    unsigned window_head;
+    uint64_t ptr_seq;          /* pointers coded so far */
+    struct { uint64_t ptr, seq; } seen[WINDOW_INDEX]; /* where each was last */
     uint32_t cur_thread;
     uint64_t last_rss;
     dev_t dev;                 /* the trace file's identity, to notice */
@@ -304,8 +305,8 @@ static int start_file(int exact)
         return -1;
     memset(w.used, 0, sizeof w.used);
     w.total = 0;
-    memset(w.window, 0, sizeof w.window);
-    w.window_head = 0;
+    memset(w.seen, 0, sizeof w.seen);
+    w.ptr_seq = 0;
     w.last_us = w.last_ptr = 0;
     w.cur_thread = UINT32_MAX;
     w.last_rss = 0;
@@ -352,23 +353,24 @@ static inline void put_dt(uint64_t t_ns)
     put_var(MTL_S_TIME, dt);
 }
 
-/* A pointer: k + 1 if it is the k-th newest of the window, else 0 and
- * its difference from the previous pointer.  The window takes it either
- * way. */
+/* A pointer: k + 1 if it is the k-th newest of the window (the last
+ * MTL_PTR_WINDOW pointers), else 0 and its difference from the previous
+ * pointer.  A small hash of when each pointer was last coded finds it
+ * without keeping the window itself; a pointer whose slot another took is
+ * coded as a difference, which reads back the same. */
 static inline void put_ptr(uint64_t ptr)
 {
-    unsigned k;
-    for (k = 0; k < MTL_PTR_WINDOW; k++)
-        if (w.window[(w.window_head - k) % MTL_PTR_WINDOW] == ptr)
-            break;
-    if (k < MTL_PTR_WINDOW) {
+    size_t slot = (size_t)((ptr * 0x9e3779b97f4a7c15ull) >> 56) % WINDOW_INDEX;
+    uint64_t k = w.ptr_seq - w.seen[slot].seq;
+    if (w.seen[slot].ptr == ptr && w.seen[slot].seq && k < MTL_PTR_WINDOW) {
         put_var(MTL_S_PTR, k + 1);
     } else {
         put_var(MTL_S_PTR, 0);
         put_var(MTL_S_PTR, mtl__zigzag((int64_t)(ptr - w.last_ptr)));
     }
-    w.window_head = (w.window_head + 1) % MTL_PTR_WINDOW;
-    w.window[w.window_head] = ptr;
+    w.ptr_seq++;
+    w.seen[slot].ptr = ptr;
+    w.seen[slot].seq = w.ptr_seq;
     w.last_ptr = ptr;
 }
 
