@@ -71,8 +71,8 @@ static int find_library(char *out, size_t cap)
         "libmemtally.so", "../lib/memtally/libmemtally.so", "../lib/libmemtally.so",
     };
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-        int n = snprintf(out, cap, "%s/%s", exe, rel[i]);
-        if (n > 0 && (size_t)n < cap && access(out, R_OK) == 0)
+        int len = snprintf(out, cap, "%s/%s", exe, rel[i]);
+        if (len > 0 && (size_t)len < cap && access(out, R_OK) == 0)
             return 0;
     }
     return -1;

@@ -10,6 +10,15 @@
 static const struct mtl_command commands[] = {
     { "record", cmd_record, "run a program and record its allocations" },
     { "info", cmd_info, "summarise a trace" },
+    { "report", cmd_report, "who allocates, how often, how much (per thread and total)" },
+    { "peak", cmd_peak, "what was live at the peak, by site" },
+    { "leaks", cmd_leaks, "what was live at the end, by site" },
+    { "temporary", cmd_temporary, "blocks freed right after their allocation, by site" },
+    { "stacks", cmd_stacks, "the most frequent call stacks that reach a function" },
+    { "tree", cmd_tree, "the call tree of allocations, top down or bottom up" },
+    { "timeline", cmd_timeline, "live bytes, allocation rate and RSS over time" },
+    { "histogram", cmd_histogram, "allocation sizes" },
+    { "diff", cmd_diff, "what changed between two traces, by function" },
     { "dump", cmd_dump, "print every event of a trace as text" },
 };
 
@@ -18,7 +27,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: memtally COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`memtally COMMAND --help` tells more.\n");
+    fprintf(f, "\n`memtally COMMAND --help` tells more; docs/ANALYSIS.md has it all.\n");
 }
 
 int main(int argc, char **argv)

@@ -256,6 +256,9 @@ static int read_header(struct mtl_reader *r)
         } else {
             return MTL_ECORRUPT;
         }
+        /* Keys this version knows have a known kind. */
+        if (key >= 1 && key <= 8 && (int)kind != (key <= 2))
+            return MTL_ECORRUPT;
         switch (key) {
         case 1: free(r->program); r->program = dup_bytes(s, n); break;
         case 2: free(r->command_line); r->command_line = dup_bytes(s, n); break;
@@ -388,7 +391,10 @@ static int read_stack_nodes(struct mtl_reader *r)
     uint64_t first, count;
     GET(first);
     GET(count);
-    if (first != r->nnodes || count > MAX_NODES - r->nnodes)
+    /* Each node takes at least two bytes: a count beyond what is left is
+     * a lie, caught before it costs memory. */
+    if (first != r->nnodes || count > MAX_NODES - r->nnodes ||
+        count > (uint64_t)(r->se[MTL_S_MAIN] - r->sp[MTL_S_MAIN]) / 2)
         return MTL_ECORRUPT;
     uint32_t need = r->nnodes + (uint32_t)count;
     uint32_t cap = r->nodes_cap;
@@ -485,7 +491,7 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         r->info.complete = 0; /* records after END: exec failed, went on */
     switch (type) {
     case MTL_REC_HEADER:
-        return read_header(r);
+        return MTL_ECORRUPT; /* only the first record, read by open */
     case MTL_REC_MODULE_LOAD:
         return (rc = read_module(r, ev)) < 0 ? rc : 1;
     case MTL_REC_MODULE_UNLOAD:

@@ -1,0 +1,286 @@
+/* analysis.c: see analysis.h. */
+#include "cli/analysis.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "memtally/trace.h"
+
+int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
+                   int ntraces, analysis_opt_fn opt, void *ctx, int *exit_code)
+{
+    char err[256];
+    a->name = argv[0];
+    for (int i = 1; i < argc;) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            fputs(usage, stdout);
+            fputs(mtl_filter_usage, stdout);
+            *exit_code = 0;
+            return 1;
+        }
+        if (!strcmp(s, "--json")) {
+            a->json = 1;
+            i++;
+            continue;
+        }
+        int rc = mtl_filter_option(&a->filter, argc, argv, &i, err, sizeof err);
+        if (rc < 0) {
+            cli_error("%s: %s", a->name, err);
+            *exit_code = 2;
+            return 1;
+        }
+        if (rc > 0)
+            continue;
+        if (opt) {
+            rc = opt(ctx, argc, argv, &i);
+            if (rc < 0) {
+                *exit_code = 2;
+                return 1;
+            }
+            if (rc > 0)
+                continue;
+        }
+        if (s[0] == '-' && s[1]) {
+            cli_error("%s: unknown option '%s' (see memtally %s --help)", a->name, s,
+                      a->name);
+            *exit_code = 2;
+            return 1;
+        }
+        if (!a->path)
+            a->path = s;
+        else if (ntraces == 2 && !a->path2)
+            a->path2 = s;
+        else {
+            cli_error("%s: unexpected argument '%s'", a->name, s);
+            *exit_code = 2;
+            return 1;
+        }
+        i++;
+    }
+    if (!a->path || (ntraces == 2 && !a->path2)) {
+        cli_error("%s: %s (see memtally %s --help)", a->name,
+                  ntraces == 2 ? "two traces needed" : "no trace given", a->name);
+        *exit_code = 2;
+        return 1;
+    }
+    return 0;
+}
+
+static void warn_symbols(const char *message, void *arg)
+{
+    (void)arg;
+    cli_error("%s", message);
+}
+
+int analysis_open(struct analysis *a, const char *path)
+{
+    a->r = cli_open_trace(path ? path : a->path);
+    if (!a->r)
+        return 1;
+    int rc = mtl_view_open(&a->v, a->r, &a->filter, warn_symbols, NULL);
+    if (rc < 0) {
+        cli_error("%s: %s", a->name, mtl_strerror(rc));
+        mtl_reader_close(a->r);
+        a->r = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+struct progress_state {
+    const struct mtl_scan_ops *inner;
+    void *arg;
+    int shown;
+};
+
+static void show_progress(void *arg, double done)
+{
+    struct progress_state *p = arg;
+    fprintf(stderr, "\rmemtally: reading the trace... %3.0f%%", done * 100);
+    p->shown = 1;
+}
+
+static int pass_block(void *arg, const struct mtl_block *b)
+{
+    struct progress_state *p = arg;
+    return p->inner->block ? p->inner->block(p->arg, b) : 0;
+}
+
+static int pass_event(void *arg, const struct mtl_event *ev,
+                      const struct mtl_block *b, int passes)
+{
+    struct progress_state *p = arg;
+    return p->inner->event(p->arg, ev, b, passes);
+}
+
+int analysis_scan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
+                  struct mtl_scan_result *res)
+{
+    struct progress_state p = { ops, arg, 0 };
+    struct mtl_scan_ops wrapped = {
+        .block = pass_block,
+        .event = ops->event ? pass_event : NULL,
+        .progress = isatty(2) ? show_progress : NULL,
+    };
+    const char *path = a->path;
+    int rc = mtl_scan(path, a->r, a->v, &a->filter, &wrapped, &p, res);
+    if (p.shown)
+        fprintf(stderr, "\r\033[K");
+    if (rc == -1) {
+        cli_error("%s: out of memory", a->name);
+        return 1;
+    }
+    if (rc >= 0 && a->noted)
+        return 0; /* a second pass: the note was given */
+    a->noted = 1;
+    return cli_finish_trace(a->r, path, rc);
+}
+
+int analysis_rescan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
+                    struct mtl_scan_result *res)
+{
+    struct mtl_reader *r2 = cli_open_trace(a->path);
+    if (!r2)
+        return 1;
+    struct mtl_reader *first = a->r;
+    a->r = r2; /* events and threads from the new reader, stacks from the view */
+    int rc = analysis_scan(a, ops, arg, res);
+    a->r = first;
+    mtl_reader_close(r2);
+    return rc;
+}
+
+void analysis_close(struct analysis *a)
+{
+    mtl_view_close(a->v); /* prints the symbol warnings */
+    mtl_reader_close(a->r);
+    a->v = NULL;
+    a->r = NULL;
+}
+
+void json_number(FILE *f, double v)
+{
+    if (v == floor(v) && fabs(v) < 9e15)
+        fprintf(f, "%.0f", v);
+    else
+        fprintf(f, "%.6g", v);
+}
+
+void json_row_location(FILE *f, const struct mtl_row *row)
+{
+    fputs("\"function\": ", f);
+    if (row->function)
+        json_string(f, row->function);
+    else
+        fputs("null", f);
+    fputs(", \"file\": ", f);
+    if (row->file)
+        json_string(f, row->file);
+    else
+        fputs("null", f);
+    if (row->line)
+        fprintf(f, ", \"line\": %u", row->line);
+    else
+        fputs(", \"line\": null", f);
+}
+
+void json_frame(FILE *f, const struct mtl_location *l)
+{
+    fputs("{\"function\": ", f);
+    json_string(f, l->function);
+    fputs(", \"file\": ", f);
+    if (l->file)
+        json_string(f, l->file);
+    else
+        fputs("null", f);
+    if (l->line)
+        fprintf(f, ", \"line\": %u", l->line);
+    else
+        fputs(", \"line\": null", f);
+    fputs(", \"module\": ", f);
+    json_string(f, l->module);
+    fprintf(f, ", \"inlined\": %s}", l->inlined ? "true" : "false");
+}
+
+
+const char *row_label(const struct analysis *a, const struct mtl_row *row,
+                      char *buf, size_t cap)
+{
+    char tmp[64];
+    const char *name = mtl_row_name(row, a->r, tmp, sizeof tmp);
+    if (row->function && row->file) {
+        const char *base = strrchr(row->file, '/');
+        base = base ? base + 1 : row->file;
+        if (row->line)
+            snprintf(buf, cap, "%s (%s:%u)", name, base, row->line);
+        else
+            snprintf(buf, cap, "%s (%s)", name, base);
+    } else {
+        snprintf(buf, cap, "%s", name);
+    }
+    return buf;
+}
+
+void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
+                      size_t top, const char *key_header, const char *calls_header,
+                      int with_extra, const char *extra_header)
+{
+    char label[1024];
+    size_t n = top && top < rows->n ? top : rows->n;
+    int width = (int)strlen(key_header);
+    for (size_t i = 0; i < n; i++) {
+        int len = (int)strlen(row_label(a, &rows->row[i], label, sizeof label));
+        if (len > width)
+            width = len;
+    }
+    if (width > 72)
+        width = 72;
+    if (with_extra)
+        printf("%-*s %12s %12s %14s %7s\n", width, key_header, extra_header,
+               calls_header, "BYTES", "%");
+    else
+        printf("%-*s %12s %14s %7s\n", width, key_header, calls_header, "BYTES", "%");
+    for (size_t i = 0; i < n; i++) {
+        const struct mtl_row *row = &rows->row[i];
+        row_label(a, row, label, sizeof label);
+        if ((int)strlen(label) > width)
+            strcpy(label + width - 3, "...");
+        if (with_extra)
+            printf("%-*s %12.0f %12.0f %14.0f %7.2f\n", width, label, row->extra,
+                   row->calls, row->bytes, row->percent);
+        else
+            printf("%-*s %12.0f %14.0f %7.2f\n", width, label, row->calls, row->bytes,
+                   row->percent);
+    }
+    if (n < rows->n)
+        printf("... %zu more\n", rows->n - n);
+}
+
+int parse_top(const char *cmd, int argc, char **argv, int *i, size_t *top)
+{
+    const char *s = argv[*i], *val;
+    if (!strcmp(s, "--top")) {
+        if (*i + 1 >= argc) {
+            cli_error("%s: --top needs a number", cmd);
+            return -1;
+        }
+        val = argv[++*i];
+    } else if (!strncmp(s, "--top=", 6)) {
+        val = s + 6;
+    } else {
+        return 0;
+    }
+    char *end;
+    long n = strtol(val, &end, 10);
+    if (!*val || *end || n < 1) {
+        cli_error("%s: --top takes a positive number", cmd);
+        return -1;
+    }
+    *top = (size_t)n;
+    (*i)++;
+    return 1;
+}
