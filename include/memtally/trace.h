@@ -141,6 +141,11 @@ int mtl_reader_open(struct mtl_reader **out, const char *path);
  * the trace (check mtl_reader_info()->truncated), negative on corruption. */
 int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev);
 
+/* Follow mode, for a trace still being written (`memtally top`): at the
+ * end of what is there, mtl_reader_next returns 0 without judging the
+ * trace truncated, and a later call reads what was written since. */
+void mtl_reader_follow(struct mtl_reader *r, int on);
+
 const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r);
 
 /* Number of whole blocks read so far: useful in messages about damage. */

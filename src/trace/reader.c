@@ -47,6 +47,7 @@ struct mtl_reader {
     const uint8_t *sp[MTL_STREAMS], *se[MTL_STREAMS];
     uint64_t blocks;
     int at_eof;
+    int follow;             /* a trace still being written: wait, don't judge */
 
     /* decoder state */
     uint64_t last_us, last_ptr;
@@ -134,18 +135,29 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 
 /* Loads the next block.  Returns 1, 0 at the end (truncated is set when the
  * file stops inside a block), or a negative code. */
+/* The end of what is there: a whole trace is truncated; one that is
+ * followed is read again from start next time. */
+static int partial_block(struct mtl_reader *r, off_t start)
+{
+    if (r->follow) {
+        lseek(r->fd, start, SEEK_SET);
+        return 0;
+    }
+    r->info.truncated = 1;
+    return 0;
+}
+
 static int next_block(struct mtl_reader *r)
 {
     uint8_t h[MTL_BLOCK_HEADER_SIZE];
+    off_t start = lseek(r->fd, 0, SEEK_CUR);
     ssize_t n = read_full(r->fd, h, sizeof h);
     if (n < 0)
         return from_errno(errno);
     if (n == 0)
         return 0;
-    if (n < (ssize_t)sizeof h) {
-        r->info.truncated = 1;
-        return 0;
-    }
+    if (n < (ssize_t)sizeof h)
+        return partial_block(r, start);
     uint32_t csize = mtl__get_u32le(h + 4), rsize = mtl__get_u32le(h + 8);
     if (mtl__get_u32le(h) != MTL_BLOCK_MAGIC ||
         mtl__get_u32le(h + 12) != mtl__block_check(csize, rsize) ||
@@ -161,10 +173,8 @@ static int next_block(struct mtl_reader *r)
     n = read_full(r->fd, r->cbuf, csize);
     if (n < 0)
         return from_errno(errno);
-    if ((size_t)n < csize) {
-        r->info.truncated = 1;
-        return 0;
-    }
+    if ((size_t)n < csize)
+        return partial_block(r, start);
     size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, MTL_BLOCK_MAX_RAW, r->cbuf, csize);
     if (ZSTD_isError(got) || got != rsize)
         return MTL_ECORRUPT;
@@ -637,6 +647,8 @@ int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
         if (rc < 0)
             return rc;
         if (rc == 0) {
+            if (r->follow)
+                return 0; /* more may come: call again later */
             r->at_eof = 1;
             if (!r->info.complete)
                 r->info.truncated = 1;
@@ -717,6 +729,11 @@ int mtl_reader_open(struct mtl_reader **out, const char *path)
     }
     *out = r;
     return 0;
+}
+
+void mtl_reader_follow(struct mtl_reader *r, int on)
+{
+    r->follow = on;
 }
 
 const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r)

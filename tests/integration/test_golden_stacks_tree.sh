@@ -1,0 +1,73 @@
+#!/bin/sh
+# memtally stacks and tree on tests/programs/golden_funcs.c.  Truth from the
+# code: make_buffer is called only by gamma (3 x 1000 bytes), gamma only by
+# main; delta recurses 4 deep with one malloc(64) per level, so cut at the
+# innermost delta, 3 stacks are [delta, delta, ...] and 1 is [delta, main].
+# main calls, directly, every allocating function: scratch 8 / 288, grow
+# 5 / 600, alpha 10 / 1000, beta 6 / 1200, delta 4 / 256, keeper 7 / 364,
+# gamma 3 / 3000 (43 / 6708 in all).
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+. "$MEMTALLY_ROOT/tests/integration/golden-lib.inc"
+need_command stacks
+need_command tree
+
+src=$GOLDEN_SRC/golden_funcs.c
+record t.mtly "$TEST_PROGRAMS/golden_funcs" >/dev/null || fail "record failed"
+
+# stacks
+frames='[.rows[] | [.count, .bytes, [.frames[] | fname]]]'
+analyze s.json stacks --target make_buffer --depth 2 t.mtly
+expect_jq "stacks make_buffer depth 2" s.json "[.blocks, $frames]" '[3,[[3,3000,["make_buffer","gamma"]]]]'
+expect_jq "stacks make_buffer depth 2: target, depth" s.json '[.target, .depth]' '["make_buffer",2]'
+expect_jq "stacks make_buffer depth 2: lines" s.json '[.rows[0].frames[].line]' \
+    "[$(line_of "$src" make_buffer),$(line_of "$src" gamma)]"
+expect_true "stacks make_buffer percent" s.json 'near(.rows[0].percent; 100)'
+analyze s.json stacks --target make_buffer --depth 3 t.mtly
+expect_jq "stacks make_buffer depth 3" s.json "$frames" '[[3,3000,["make_buffer","gamma","main"]]]'
+analyze s.json stacks --target 'make_*' --depth 2 t.mtly
+expect_jq "stacks make_* depth 2" s.json "$frames" '[[3,3000,["make_buffer","gamma"]]]'
+analyze s.json stacks --target gamma --depth 2 t.mtly
+expect_jq "stacks gamma depth 2 (cut at gamma)" s.json "$frames" '[[3,3000,["gamma","main"]]]'
+analyze s.json stacks --target delta --depth 2 t.mtly
+expect_jq "stacks delta depth 2" s.json "[.blocks, $frames]" \
+    '[4,[[3,192,["delta","delta"]],[1,64,["delta","main"]]]]'
+expect_jq "stacks delta depth 2: lines" s.json '[.rows[0].frames[].line]' \
+    "[$(line_of "$src" delta),$(line_of "$src" delta_recurse)]"
+analyze s.json stacks --target delta --depth 2 --min-count 2 t.mtly
+expect_jq "stacks delta depth 2 --min-count 2" s.json "$frames" '[[3,192,["delta","delta"]]]'
+analyze s.json stacks --target delta --depth 2 --min-count 4 t.mtly
+expect_jq "stacks delta depth 2 --min-count 4" s.json "$frames" '[]'
+analyze s.json stacks --target delta --depth 1 t.mtly
+expect_jq "stacks delta depth 1" s.json "$frames" '[[4,256,["delta"]]]'
+analyze s.json stacks --target alpha t.mtly
+expect_jq "stacks alpha default depth 6" s.json '[.depth, (.rows | length), .rows[0].count, .rows[0].bytes, [.rows[0].frames[0:2][] | fname]]' \
+    '[6,1,10,1000,["alpha","main"]]'
+expect_true "stacks alpha: at most 6 frames" s.json '.rows[0].frames | length <= 6 and length >= 2'
+analyze s.json stacks --target no_such_function t.mtly
+expect_jq "stacks of an unknown name" s.json '[.blocks, (.rows | length)]' '[0,0]'
+
+# tree --callers / --callees
+node='def n: [fname, .calls, .bytes, ([.children[] | n] | sort)]; .root | n'
+analyze c.json tree --callers make_buffer t.mtly
+expect_jq "tree --callers make_buffer: root" c.json '.root | [fname, .calls, .bytes]' '["make_buffer",3,3000]'
+expect_jq "tree --callers make_buffer: child" c.json '[.root.children[] | [fname, .calls, .bytes]]' '[["gamma",3,3000]]'
+expect_jq "tree --callers make_buffer: grandchild" c.json \
+    '[.root.children[0].children[] | [fname, .calls, .bytes]]' '[["main",3,3000]]'
+analyze e.json tree --callees gamma t.mtly
+expect_jq "tree --callees gamma" e.json "$node" '["gamma",3,3000,[["make_buffer",3,3000,[]]]]'
+expect_true "tree --callees gamma: percent" e.json 'near(.root.percent; 100) and near(.root.children[0].percent; 100)'
+analyze m.json tree --callees main t.mtly
+expect_jq "tree --callees main" m.json '.root | [fname, .calls, .bytes, ([.children[] | [fname, .calls, .bytes]] | sort)]' \
+    '["main",43,6708,[["alpha",10,1000],["beta",6,1200],["delta",4,256],["gamma",3,3000],["grow",5,600],["keeper",7,364],["scratch",8,288]]]'
+analyze m.json tree --callees main --min-percent 10 t.mtly
+expect_jq "tree --callees main --min-percent 10" m.json '[.root.children[] | fname] | sort' '["alpha","beta","gamma"]'
+expect_true "tree --callees main: child percent" m.json 'near(.root.children[] | select(fname == "gamma") | .percent; 300000 / 6708)'
+
+# The whole tree, top down: one main node holding everything, its children
+# as above.
+analyze w.json tree t.mtly
+expect_jq "tree: root" w.json '.root | [.calls, .bytes]' '[43,6708]'
+expect_jq "tree: main nodes" w.json '[.. | objects | select(has("children") and fname == "main") | [.calls, .bytes]]' '[[43,6708]]'
+expect_jq "tree: main's children" w.json \
+    '[.. | objects | select(has("children") and fname == "main") | .children[] | [fname, .calls, .bytes]] | sort' \
+    '[["alpha",10,1000],["beta",6,1200],["delta",4,256],["gamma",3,3000],["grow",5,600],["keeper",7,364],["scratch",8,288]]'
