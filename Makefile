@@ -22,8 +22,8 @@ PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o)
 READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(COMMON_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o)
 
-PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -pthread
-READER_LIBS  := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
+READER_LIBS  := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd) -lm
 # The symbolizer demangles with libstdc++'s __cxa_demangle.
 CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) -lstdc++ -lm
 

@@ -16,8 +16,12 @@ struct mtl_totals {
     uint64_t live_bytes, live_blocks;    /* at the end */
     uint64_t peak_live_bytes, peak_time_us;
     uint64_t events, peak_rss;
-    double est_allocations, est_bytes;   /* weighted (sampled mode) */
+    /* weighted (in sampled mode, estimates; in full mode, the same) */
+    double est_allocations, est_bytes, est_frees;
+    double est_live_bytes, est_peak_live_bytes;
+    uint64_t est_peak_time_us;
     uint32_t threads_allocating;
+    uint32_t unique_stacks;              /* distinct stacks of allocations */
 };
 
 /* Reads r to its end.  Returns 0, a negative MTL_E* code for a corrupt

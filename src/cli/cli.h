@@ -29,6 +29,26 @@ int cmd_tree(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_histogram(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* cmd_ctl.c: the client of a process's control socket (src/preload/
+ * control.c), for `memtally ctl` and `memtally top`. */
+enum { CTL_OK = 0, CTL_ERROR = 1, CTL_NO_SOCKET = 2, CTL_FAILED = 3 };
+
+/* Sends one command line to pid and reads its answer.  CTL_OK: answer
+ * holds the text after "ok" ("" when none); otherwise err holds why, one
+ * line to print after "memtally: ": the process's own "error" message
+ * (CTL_ERROR), no socket for pid (CTL_NO_SOCKET), or a broken exchange. */
+int ctl_request(int pid, const char *command, char *answer, size_t cap,
+                char *err, size_t errcap);
+
+/* The fields of a status answer, "key=value ...", split in place. */
+struct ctl_field {
+    const char *key, *value;
+};
+size_t ctl_parse_status(char *text, struct ctl_field *f, size_t cap);
+const char *ctl_field(const struct ctl_field *f, size_t n, const char *key);
 
 /* Prints "memtally: " and the message, one line, on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

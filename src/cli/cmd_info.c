@@ -3,6 +3,7 @@
  * totals of valgrind's "total heap usage" line and the live heap's peak
  * (analyze/totals.c counts them).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,12 @@ static void print_json(struct mtl_reader *r, const struct mtl_totals *t)
     json_string(f, in->command_line);
     fprintf(f, ", \"pid\": %u, \"ppid\": %u, \"mode\": \"%s\"", in->pid, in->ppid,
             mode_name(in->mode));
-    if (in->mode == MTL_MODE_SAMPLED)
-        fprintf(f, ", \"sample_rate\": %llu", (unsigned long long)in->sample_rate);
+    /* Sampled: the totals are estimates, each sample weighted by the
+     * inverse of its chance (docs/FORMAT.md); "samples" are the records. */
+    int est = in->mode == MTL_MODE_SAMPLED;
+    if (est)
+        fprintf(f, ", \"sample_rate\": %llu, \"samples\": %llu, \"estimated\": true",
+                (unsigned long long)in->sample_rate, (unsigned long long)t->allocations);
     fprintf(f,
             ", \"start_unix_us\": %llu, \"duration_us\": %llu, \"threads\": %u"
             ", \"threads_seen\": %u, \"allocations\": %llu, \"frees\": %llu"
@@ -39,15 +44,17 @@ static void print_json(struct mtl_reader *r, const struct mtl_totals *t)
             ", \"complete\": %s, \"truncated\": %s}\n",
             (unsigned long long)in->start_unix_us,
             (unsigned long long)in->duration_us, t->threads_allocating,
-            mtl_reader_thread_count(r), (unsigned long long)t->allocations,
-            (unsigned long long)t->frees, (unsigned long long)t->unmatched_frees,
-            (unsigned long long)t->bytes_allocated,
-            (unsigned long long)t->peak_live_bytes,
-            (unsigned long long)t->peak_time_us,
-            (unsigned long long)t->live_bytes, (unsigned long long)t->live_blocks,
-            (unsigned long long)t->peak_rss,
-            mtl_reader_stack_count(r) ? mtl_reader_stack_count(r) - 1 : 0,
-            mtl_reader_module_count(r), in->max_depth,
+            mtl_reader_thread_count(r),
+            est ? (unsigned long long)llround(t->est_allocations) : (unsigned long long)t->allocations,
+            est ? (unsigned long long)llround(t->est_frees) : (unsigned long long)t->frees,
+            (unsigned long long)t->unmatched_frees,
+            est ? (unsigned long long)llround(t->est_bytes) : (unsigned long long)t->bytes_allocated,
+            est ? (unsigned long long)llround(t->est_peak_live_bytes)
+                : (unsigned long long)t->peak_live_bytes,
+            est ? (unsigned long long)t->est_peak_time_us : (unsigned long long)t->peak_time_us,
+            est ? (unsigned long long)llround(t->est_live_bytes) : (unsigned long long)t->live_bytes,
+            (unsigned long long)t->live_blocks, (unsigned long long)t->peak_rss,
+            t->unique_stacks, mtl_reader_module_count(r), in->max_depth,
             (unsigned long long)t->events,
             (unsigned long long)mtl_reader_blocks(r),
             in->complete ? "true" : "false", in->truncated ? "true" : "false");
@@ -65,6 +72,20 @@ static void print_text(struct mtl_reader *r, const struct mtl_totals *t)
     printf("duration:      %.3f s\n", (double)in->duration_us / 1e6);
     printf("threads:       %u allocated (%u seen)\n", t->threads_allocating,
            mtl_reader_thread_count(r));
+    if (in->mode == MTL_MODE_SAMPLED) {
+        printf("sampling:      one sample per %s allocated on average; %llu samples;\n"
+               "               the figures below are estimates\n",
+               human_bytes(a, sizeof a, (double)in->sample_rate),
+               (unsigned long long)t->allocations);
+        printf("allocations:   ~%.0f (~%s)\n", t->est_allocations,
+               human_bytes(a, sizeof a, t->est_bytes));
+        printf("frees:         ~%.0f\n", t->est_frees);
+        printf("peak live:     ~%s at %.3f s\n",
+               human_bytes(a, sizeof a, t->est_peak_live_bytes),
+               (double)t->est_peak_time_us / 1e6);
+        printf("live at end:   ~%s\n", human_bytes(b, sizeof b, t->est_live_bytes));
+        goto rest;
+    }
     printf("allocations:   %llu (%s)\n", (unsigned long long)t->allocations,
            human_bytes(a, sizeof a, (double)t->bytes_allocated));
     printf("frees:         %llu", (unsigned long long)t->frees);
@@ -77,9 +98,11 @@ static void print_text(struct mtl_reader *r, const struct mtl_totals *t)
     printf("live at end:   %s in %llu blocks\n",
            human_bytes(b, sizeof b, (double)t->live_bytes),
            (unsigned long long)t->live_blocks);
+rest:
     if (t->peak_rss)
         printf("peak RSS:      %s\n", human_bytes(a, sizeof a, (double)t->peak_rss));
-    printf("unique stacks: %u, modules: %u\n",
+    printf("unique stacks: %u (%u frames in their tree), modules: %u\n",
+           t->unique_stacks,
            mtl_reader_stack_count(r) ? mtl_reader_stack_count(r) - 1 : 0,
            mtl_reader_module_count(r));
     printf("trace:         %llu events in %llu blocks, %s\n",

@@ -33,6 +33,10 @@ static const char usage_text[] =
     "\n"
     "  -o, --output FILE   trace path; %p becomes the pid, %e the program name\n"
     "  --depth N           frames kept per stack (1-256, default 64)\n"
+    "  --sample[=BYTES]    sampled mode: one allocation per BYTES allocated on\n"
+    "                      average (default 512K), weighted to unbiased estimates;\n"
+    "                      cheap enough for production\n"
+    "  --idle              start with recording paused (memtally ctl PID start)\n"
     "  --follow-fork       record forked children too, each into its own trace\n"
     "  --follow-exec       record programs this one execs, each into its own trace\n"
     "  -q, --quiet         do not print the trace's name at the end\n"
@@ -148,7 +152,8 @@ int cmd_record(int argc, char **argv)
     const char *output = NULL;
     long depth = 64;
     int follow_fork = 0, follow_exec = 0, quiet = 0;
-    uint64_t max_peak = 0, max_leak = 0;
+    uint64_t max_peak = 0, max_leak = 0, sample = 0;
+    int idle = 0;
     int have_max_peak = 0, have_max_leak = 0;
     int i;
     for (i = 1; i < argc; i++) {
@@ -185,6 +190,14 @@ int cmd_record(int argc, char **argv)
                 return 2;
             }
             *(peak ? &have_max_peak : &have_max_leak) = 1;
+        } else if (!strcmp(a, "--sample") || !strncmp(a, "--sample=", 9)) {
+            sample = 512 * 1024;
+            if (a[8] == '=' && (mtl_parse_size(a + 9, &sample) < 0 || sample == 0)) {
+                cli_error("record: --sample= takes a size in bytes (like 512K)");
+                return 2;
+            }
+        } else if (!strcmp(a, "--idle")) {
+            idle = 1;
         } else if (!strcmp(a, "--follow-fork")) {
             follow_fork = 1;
         } else if (!strcmp(a, "--follow-exec")) {
@@ -248,6 +261,13 @@ int cmd_record(int argc, char **argv)
         setenv("MEMTALLY_DEPTH", depthbuf, 1);
         if (follow_fork)
             setenv("MEMTALLY_FOLLOW_FORK", "1", 1);
+        if (idle)
+            setenv("MEMTALLY_IDLE", "1", 1);
+        if (sample) {
+            char rate[32];
+            snprintf(rate, sizeof rate, "%llu", (unsigned long long)sample);
+            setenv("MEMTALLY_SAMPLE_RATE", rate, 1);
+        }
         if (follow_exec)
             setenv("MEMTALLY_FOLLOW_EXEC", "1", 1);
         const char *old = getenv("LD_PRELOAD");

@@ -20,6 +20,8 @@ static const struct mtl_command commands[] = {
     { "histogram", cmd_histogram, "allocation sizes" },
     { "diff", cmd_diff, "what changed between two traces, by function" },
     { "dump", cmd_dump, "print every event of a trace as text" },
+    { "ctl", cmd_ctl, "steer a recording process: start, pause, dump, stop, status" },
+    { "top", cmd_top, "watch a recording process live: rates and top allocators" },
 };
 
 static void usage(FILE *f)

@@ -447,6 +447,36 @@ void mtl__events_after_fork_child(void)
     }
 }
 
+void mtl__events_begin_trace(void)
+{
+    pthread_mutex_lock(&ev.mu);
+    while (ev.full_head) {
+        struct mtl__chunk *c = ev.full_head;
+        ev.full_head = c->next;
+        c->n = c->pos = 0;
+        c->next = ev.free_list;
+        ev.free_list = c;
+    }
+    ev.full_tail = NULL;
+    ev.nfull = 0;
+    pthread_mutex_unlock(&ev.mu);
+    for (struct mtl__tstate *ts = atomic_load(&ev.all); ts; ts = ts->next_all) {
+        mtl__spin_lock(&ts->lock);
+        if (ts->cur)
+            ts->cur->n = ts->cur->pos = 0;
+        ts->last_ns = 0;
+        ts->pending_ns = UINT64_MAX;
+        memset(ts->name, 0, sizeof ts->name); /* named again below */
+        if (ts != &ev.orphan && atomic_load(&ts->in_use) && ts->tid) {
+            struct mtl__ev *e = room(ts);
+            if (e)
+                put(ts, e, stamp(ts), MTL__EV_THREAD_START, (uint64_t)ts->tid, 0, 0);
+        }
+        mtl__spin_unlock(&ts->lock);
+    }
+    mtl__refresh_thread_names();
+}
+
 void mtl__refresh_thread_names(void)
 {
     for (struct mtl__tstate *ts = atomic_load(&ev.all); ts; ts = ts->next_all) {

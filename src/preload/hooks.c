@@ -126,6 +126,10 @@ HOOK_INLINE int recording(struct mtl__tls *tls)
 
 HOOK_INLINE void note_alloc(struct mtl__tls *tls, void *p, size_t size)
 {
+    /* Sampled mode: most allocations stop here, at the countdown. */
+    if (mtl__pl.opt.sample_rate &&
+        (!mtl__sample_hit(tls, size) || mtl__sampled_add((uint64_t)(uintptr_t)p) < 0))
+        return;
     int saved = errno;
     struct mtl__tstate *ts = mtl__thread_state();
     if (ts) {
@@ -190,7 +194,9 @@ EXPORT void free(void *p)
     }
     tls->in_hook = 1;
     int saved = errno;
-    mtl__record_free((uint64_t)(uintptr_t)p);
+    /* Sampled mode records the frees of sampled blocks only. */
+    if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
+        mtl__record_free((uint64_t)(uintptr_t)p);
     errno = saved;
     real.free(p);
     tls->in_hook = 0;
@@ -208,16 +214,24 @@ HOOK_INLINE void *realloc_common(void *p, size_t size, size_t nmemb, int array)
     if (array && __builtin_mul_overflow(nmemb, size, &total))
         return real.reallocarray(p, nmemb, size); /* fails: counts nothing */
     tls->in_hook = 1;
-    uint64_t t_free = p ? mtl__begin_pending() : 0;
+    /* In sampled mode only a sampled old block has a free to record; it
+     * leaves the sampled set before the allocator can hand it out again. */
+    int sampled = mtl__pl.opt.sample_rate != 0;
+    int old_known = p && (!sampled || mtl__sampled_take((uint64_t)(uintptr_t)p));
+    uint64_t t_free = old_known ? mtl__begin_pending() : 0;
     void *q = array ? real.reallocarray(p, nmemb, size) : real.realloc(p, size);
     int saved = errno;
-    int freed = p && (q != NULL || total == 0);
+    int freed = old_known && (q != NULL || total == 0);
+    if (sampled && old_known && !freed)
+        mtl__sampled_add((uint64_t)(uintptr_t)p); /* it failed: p lives on */
+    int new_known = q && (!sampled || (mtl__sample_hit(tls, total) &&
+                                       mtl__sampled_add((uint64_t)(uintptr_t)q) == 0));
     struct mtl__tstate *ts = mtl__thread_state();
-    uint32_t stack = (q && ts) ? mtl__capture_stack(ts, 0) : 0;
-    if (p)
+    uint32_t stack = (new_known && ts) ? mtl__capture_stack(ts, 0) : 0;
+    if (old_known)
         mtl__end_pending_realloc(t_free, (uint64_t)(uintptr_t)p, freed,
-                                 (uint64_t)(uintptr_t)q, total, stack);
-    else if (q)
+                                 new_known ? (uint64_t)(uintptr_t)q : 0, total, stack);
+    else if (new_known)
         mtl__record_alloc((uint64_t)(uintptr_t)q, total, stack);
     errno = saved;
     tls->in_hook = 0;

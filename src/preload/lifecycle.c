@@ -13,11 +13,18 @@
  * and the END record.  A process killed with SIGKILL leaves a trace that
  * reads back to its last whole block.
  *
+ * Recording starts by itself when memtally record (or a plain LD_PRELOAD
+ * of the library) asked for it; a program that merely links libmemtally
+ * records only once it calls mtl_start (api.c).
+ *
  * Environment (set by `memtally record`):
  *   MEMTALLY_OUTPUT, MEMTALLY_OUTPUT_PID  exact path for that one process
  *   MEMTALLY_PATTERN   path for the others, %p pid, %e program (default
  *                      %e.%p.mtly)
  *   MEMTALLY_DEPTH     frames kept per stack
+ *   MEMTALLY_SAMPLE_RATE  sampled mode: mean bytes between samples
+ *   MEMTALLY_SEED      the sampler's random seed (tests)
+ *   MEMTALLY_IDLE      "1": start paused, until `memtally ctl PID start`
  *   MEMTALLY_FOLLOW_FORK, MEMTALLY_FOLLOW_EXEC  "1" to follow
  *   MEMTALLY_DISABLE   "1": the library stays loaded but records nothing
  */
@@ -29,12 +36,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "preload/control.h"
 #include "trace/format.h"
 
 struct mtl__preload mtl__pl = { .fd = -1 };
 
 static int inited;
 static int late_done;
+static int requested;   /* the environment asked for recording */
 
 static long env_long(const char *name, long def)
 {
@@ -60,6 +69,18 @@ static void read_options(void)
     o->depth = (uint32_t)(depth < 1 ? 1 : depth > MTL_MAX_DEPTH ? MTL_MAX_DEPTH : depth);
     o->follow_fork = env_long("MEMTALLY_FOLLOW_FORK", 0) == 1;
     o->follow_exec = env_long("MEMTALLY_FOLLOW_EXEC", 0) == 1;
+    o->idle = env_long("MEMTALLY_IDLE", 0) == 1;
+    long rate = env_long("MEMTALLY_SAMPLE_RATE", 0);
+    o->sample_rate = rate > 0 ? (uint64_t)rate : 0;
+    long seed = env_long("MEMTALLY_SEED", 0);
+    o->seed = seed > 0 ? (uint64_t)seed : 0;
+}
+
+/* Whether our library is in LD_PRELOAD: a plain preload records too. */
+static int preloaded(void)
+{
+    const char *v = getenv("LD_PRELOAD");
+    return v && strstr(v, "libmemtally.so") != NULL;
 }
 
 void mtl__init(void)
@@ -80,9 +101,14 @@ void mtl__init(void)
         mtl__say("cannot set up recording (out of memory); the program runs unprofiled");
         goto out;
     }
-    if (mtl__writer_open() < 0)
+    mtl__pl.ready = 1;
+    requested = getenv("MEMTALLY_PATTERN") || getenv("MEMTALLY_OUTPUT") || preloaded();
+    if (!requested || mtl__pl.opt.idle)
         goto out;
-    atomic_store(&mtl__pl.state, MTL_RECORDING);
+    /* The writer thread starts in our constructor: threads are best not
+     * made this early, inside whatever allocated first. */
+    if (mtl__begin_trace(NULL, 0) == 0)
+        atomic_store(&mtl__pl.state, MTL_RECORDING);
 out:
     errno = saved;
     tls->in_hook--;
@@ -106,10 +132,12 @@ static void atfork_prepare(void)
     mtl__modules_atfork(0);
     mtl__stacks_atfork(0);
     mtl__events_atfork(0);
+    mtl__sampled_atfork(0);
 }
 
 static void atfork_parent(void)
 {
+    mtl__sampled_atfork(1);
     mtl__events_atfork(1);
     mtl__stacks_atfork(1);
     mtl__modules_atfork(1);
@@ -118,6 +146,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+    mtl__sampled_atfork(2);
     mtl__events_atfork(2);
     mtl__stacks_atfork(2);
     mtl__modules_atfork(2);
@@ -130,6 +159,7 @@ static void atfork_child(void)
         atomic_store(&mtl__pl.state, MTL_RECORDING);
         mtl__events_after_fork_child();
         mtl__writer_after_fork_child();
+        mtl__control_start(); /* a socket of its own */
     }
     mtl__tls.in_hook--;
 }
@@ -139,7 +169,8 @@ static void atfork_child(void)
 static int ours(void)
 {
     /* A vfork child shares our memory but must not touch our trace. */
-    return atomic_load(&mtl__pl.state) == MTL_RECORDING && getpid() == mtl__pl.pid;
+    int st = atomic_load(&mtl__pl.state);
+    return (st == MTL_RECORDING || st == MTL_PAUSED) && getpid() == mtl__pl.pid;
 }
 
 static int exec_pending;
@@ -197,8 +228,12 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
-static void install_signal_handlers(void)
+void mtl__install_signal_handlers(void)
 {
+    static int done;
+    if (done)
+        return;
+    done = 1;
     for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
         struct sigaction old, sa;
         if (sigaction(fatal_signals[i], NULL, &old) < 0)
@@ -266,12 +301,15 @@ __attribute__((constructor)) static void memtally_constructor(void)
     mtl__tls.in_hook++;
     int saved = errno;
     tidy_environment();
+    if (mtl__pl.ready)
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     if (atomic_load(&mtl__pl.state) == MTL_RECORDING) {
         if (mtl__writer_start() < 0)
             mtl__say("cannot start the writer thread; events are written at exit");
-        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-        install_signal_handlers();
+        mtl__install_signal_handlers();
     }
+    if (requested)
+        mtl__control_start();
     errno = saved;
     mtl__tls.in_hook--;
 }
@@ -283,5 +321,6 @@ __attribute__((destructor)) static void memtally_destructor(void)
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
     atomic_store(&mtl__pl.state, MTL_FINISHED);
+    mtl__control_stop();
     mtl__tls.in_hook--;
 }

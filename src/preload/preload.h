@@ -86,28 +86,35 @@ struct mtl__tls {
     int in_hook;            /* inside memtally: calls pass straight through */
     int dead;               /* after its exit destructor: use the orphan */
     int writer;             /* the writer thread: never waits for itself */
+    int sample_init;        /* sampled mode: sample_left was drawn */
+    int64_t sample_left;    /* bytes to the next sample point */
+    uint64_t rng;           /* the sampler's random state */
 };
 
 extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;
 
 /* Recording state: 0 before init, then one of these. */
 enum mtl__state {
-    MTL_OFF = 0,       /* not recording: hooks only forward */
+    MTL_OFF = 0,       /* no trace open: hooks only forward */
     MTL_RECORDING = 1,
-    MTL_FINISHED = 2,  /* the trace was closed */
+    MTL_FINISHED = 2,  /* recording failed or the process is ending */
+    MTL_PAUSED = 3,    /* a trace is open but nothing is recorded */
 };
 
 /* The module's state in one struct (hooks.c owns it). */
 struct mtl__options {
-    char output[4096];     /* expanded trace path */
-    char pattern[4096];    /* -o pattern, %p for the pid */
+    char output[4096];     /* the trace's path (exact, expanded) */
+    char pattern[4096];    /* for children: %p pid, %e program */
     uint32_t depth;
+    uint64_t sample_rate;  /* 0: full mode; else mean bytes between samples */
+    uint64_t seed;         /* sampling's random seed (0: from time and tid) */
     int follow_fork, follow_exec;
-    int quiet;
+    int idle;              /* start paused (memtally record --idle) */
 };
 
 struct mtl__preload {
     atomic_int state;
+    int ready;                  /* set up: a trace may begin */
     struct mtl__options opt;
     uint64_t start_ns;          /* CLOCK_MONOTONIC at start */
     int pid;
@@ -154,6 +161,9 @@ uint64_t mtl__collect(struct mtl__chunk **runs, size_t *nruns, size_t cap,
 void mtl__chunk_release(struct mtl__chunk *c) MTL_HIDDEN;
 size_t mtl__full_chunks(void) MTL_HIDDEN;
 void mtl__events_after_fork_child(void) MTL_HIDDEN;
+/* A new trace begins: drops what chunks hold, restarts the threads'
+ * clocks and says again which threads there are. */
+void mtl__events_begin_trace(void) MTL_HIDDEN;
 void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child */
 
 /* stacks.c: unwinding and interning. */
@@ -175,8 +185,18 @@ void mtl__modules_rewind(void) MTL_HIDDEN;
 void mtl__modules_atfork(int phase) MTL_HIDDEN;
 
 /* writer.c: the background writer. */
-int mtl__writer_open(void) MTL_HIDDEN;   /* opens the file, writes header */
+/* Begins a trace at path (truncating it if clobber, else never overwriting:
+ * path.1...), writing its header; start_thread: start the writer thread
+ * too (else mtl__writer_start later).  0 or a negative errno. */
+int mtl__writer_begin(const char *path, int clobber, int start_thread) MTL_HIDDEN;
 int mtl__writer_start(void) MTL_HIDDEN;  /* starts the thread */
+/* Writes the trace so far, with an END, to path; recording goes on. */
+int mtl__writer_dump(const char *path) MTL_HIDDEN;
+struct mtl__counts {
+    uint64_t allocations, frees, bytes; /* written to the trace so far */
+};
+void mtl__writer_counts(struct mtl__counts *c) MTL_HIDDEN;
+void mtl__expand_pattern(char *out, size_t cap, const char *pattern) MTL_HIDDEN;
 void mtl__writer_wake(void) MTL_HIDDEN;
 /* Writes everything and the END record, closes the file.  From any thread,
  * also from a signal handler; waits at most timeout_ms for busy threads. */
@@ -187,11 +207,24 @@ void mtl__writer_exec_begin(void) MTL_HIDDEN;
 void mtl__writer_exec_end(void) MTL_HIDDEN;
 void mtl__writer_after_fork_child(void) MTL_HIDDEN;
 
+/* sampled.c: sampled mode. */
+int mtl__sample_hit(struct mtl__tls *tls, uint64_t size) MTL_HIDDEN;
+int mtl__sampled_add(uint64_t ptr) MTL_HIDDEN;
+int mtl__sampled_take(uint64_t ptr) MTL_HIDDEN;  /* 1: it was sampled */
+void mtl__sampled_clear(void) MTL_HIDDEN;
+void mtl__sampled_atfork(int phase) MTL_HIDDEN;
+
 /* hooks.c */
 void mtl__hooks_first_use(void) MTL_HIDDEN;
 
 /* lifecycle.c */
 void mtl__init(void) MTL_HIDDEN;       /* first hook call or constructor */
+void mtl__install_signal_handlers(void) MTL_HIDDEN; /* once a trace begins */
+
+/* api.c: begins a trace at path (NULL: the one configured at start-up),
+ * resetting the clock and the threads' state; the caller sets the state.
+ * start_thread as for mtl__writer_begin.  0 or a negative errno. */
+int mtl__begin_trace(const char *path, int start_thread) MTL_HIDDEN;
 void mtl__stop_recording(const char *why, int err) MTL_HIDDEN;
 
 #endif

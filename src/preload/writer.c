@@ -75,6 +75,7 @@ static struct {
     dev_t dev;                 /* the trace file's identity, to notice */
     ino_t ino;                 /* the program closing our descriptor */
     unsigned rounds;
+    struct mtl__counts counts;
     int failed;                /* a write failed: recording stopped */
 } w = {
     .wmu = PTHREAD_MUTEX_INITIALIZER,
@@ -221,15 +222,15 @@ static void write_header_record(void)
     hdr_int(HK_PID, (uint64_t)getpid());
     hdr_int(HK_PPID, (uint64_t)getppid());
     hdr_int(HK_START_UNIX_US, (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec);
-    hdr_int(HK_MODE, 0);
-    hdr_int(HK_SAMPLE_RATE, 0);
+    hdr_int(HK_MODE, mtl__pl.opt.sample_rate ? 1 : 0);
+    hdr_int(HK_SAMPLE_RATE, mtl__pl.opt.sample_rate);
     hdr_int(HK_MAX_DEPTH, mtl__pl.opt.depth);
 }
 
 /* --- opening ----------------------------------------------------------- */
 
 /* Expands %p (pid) and %e (executable name) of the pattern into out. */
-static void expand_pattern(char *out, size_t cap, const char *pattern)
+void mtl__expand_pattern(char *out, size_t cap, const char *pattern)
 {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -251,23 +252,24 @@ static void expand_pattern(char *out, size_t cap, const char *pattern)
     out[o] = '\0';
 }
 
-/* Opens the trace: the exact path the CLI chose for the first process, else
- * the pattern, never overwriting another process's trace (.1, .2, ...). */
-static int open_output(int exact)
+/* Opens path for a new trace: truncating it when clobber, else never
+ * overwriting another trace (path.1, path.2, ...).  Sets opt.output to the
+ * name used.  Returns a descriptor or a negative errno. */
+static int open_output(const char *path, int clobber)
 {
-    char path[sizeof mtl__pl.opt.output];
-    if (exact) {
-        int fd = open(mtl__pl.opt.output,
-                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char base[sizeof mtl__pl.opt.output];
+    mtl__fmt(base, sizeof base, "%s", path);
+    if (clobber) {
+        mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
+        int fd = open(base, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         return fd < 0 ? -errno : fd;
     }
-    expand_pattern(path, sizeof path, mtl__pl.opt.pattern);
     for (int i = 0; i < 1000; i++) {
         if (i == 0)
-            mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", path);
+            mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
         else
             mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s.%d",
-                     path, i);
+                     base, i);
         int fd = open(mtl__pl.opt.output,
                       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0 || errno != EEXIST)
@@ -276,14 +278,13 @@ static int open_output(int exact)
     return -EEXIST;
 }
 
-static int start_file(int exact)
+static int start_file(const char *path, int clobber)
 {
-    int fd = open_output(exact);
+    int fd = open_output(path, clobber);
     if (fd < 0) {
-        mtl__say("cannot create trace %s: %s; the program runs unprofiled",
-                 mtl__pl.opt.output[0] ? mtl__pl.opt.output : mtl__pl.opt.pattern,
+        mtl__say("cannot create trace %s: %s; the program runs unprofiled", path,
                  strerror(-fd));
-        return -1;
+        return fd;
     }
     /* A high descriptor number, out of the way of programs that expect
      * the lowest free one (dup2 onto 0-2, "close everything above 3"). */
@@ -310,17 +311,21 @@ static int start_file(int exact)
     w.last_us = w.last_ptr = 0;
     w.cur_thread = UINT32_MAX;
     w.last_rss = 0;
+    memset(&w.counts, 0, sizeof w.counts);
     w.failed = 0;
     w.block_started_ns = mtl__now_ns();
     write_header_record();
     flush_block();
-    return w.failed ? -1 : 0;
+    return w.failed ? -EIO : 0;
 }
 
-int mtl__writer_open(void)
+/* The buffers and the compressor, once per process. */
+static int setup(void)
 {
+    if (w.zc)
+        return 0;
     for (int i = 0; i < MTL_STREAMS; i++)
-        if (!(w.stream[i] = mtl__pages_alloc(STREAM_CAP)))
+        if (!w.stream[i] && !(w.stream[i] = mtl__pages_alloc(STREAM_CAP)))
             return -1;
     w.raw = mtl__pages_alloc(RAW_CAP);
     w.out_cap = ZSTD_compressBound(RAW_CAP) + MTL_BLOCK_HEADER_SIZE;
@@ -335,9 +340,31 @@ int mtl__writer_open(void)
         ZSTD_CCtx_setParameter(w.zc, ZSTD_c_checksumFlag, 1);
     }
     mtl__tls.in_hook--;
-    if (!w.zc)
-        return -1;
-    return start_file(mtl__pl.opt.output[0] != '\0');
+    return w.zc ? 0 : -1;
+}
+
+int mtl__writer_begin(const char *path, int clobber, int start_thread)
+{
+    if (setup() < 0)
+        return -ENOMEM;
+    /* Whatever the last trace left behind belongs to it. */
+    for (size_t r = 0; r < w.nruns; r++)
+        mtl__chunk_release(w.runs[r]);
+    w.nruns = 0;
+    atomic_store(&w.finish_reason, -1);
+    atomic_store(&w.done, 0);
+    w.woken = 0;
+    mtl__modules_rewind();
+    mtl__stacks_rewind();
+    int rc = start_file(path, clobber);
+    if (rc < 0)
+        return rc;
+    if (start_thread && mtl__writer_start() < 0) {
+        close(mtl__pl.fd);
+        mtl__pl.fd = -1;
+        return -EAGAIN;
+    }
+    return 0;
 }
 
 /* --- encoding events --------------------------------------------------- */
@@ -387,6 +414,8 @@ static void encode(const struct mtl__ev *e)
     }
     switch (type) {
     case MTL__EV_ALLOC:
+        w.counts.allocations++;
+        w.counts.bytes += e->b;
         put_byte(MTL_S_MAIN, MTL_REC_ALLOC);
         put_dt(t);
         put_var(MTL_S_SIZE, e->b);
@@ -394,6 +423,7 @@ static void encode(const struct mtl__ev *e)
         put_ptr(e->a);
         break;
     case MTL__EV_FREE:
+        w.counts.frees++;
         put_byte(MTL_S_MAIN, MTL_REC_FREE);
         put_dt(t);
         put_ptr(e->a);
@@ -631,6 +661,73 @@ void mtl__writer_wake(void)
     pthread_mutex_unlock(&w.wake_mu);
 }
 
+void mtl__writer_counts(struct mtl__counts *c)
+{
+    /* Read without the lock: a status line may be a round behind. */
+    *c = w.counts;
+}
+
+int mtl__writer_dump(const char *path)
+{
+    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0)
+        return -errno;
+    int rc = 0;
+    pthread_mutex_lock(&w.wmu);
+    if (atomic_load(&w.done) || mtl__pl.fd < 0) {
+        rc = -EINVAL;
+        goto out;
+    }
+    round_locked(0, 0);
+    flush_block();
+    /* The trace so far, block for block... */
+    char buf[65536];
+    off_t at = 0;
+    for (;;) {
+        ssize_t n = pread(mtl__pl.fd, buf, sizeof buf, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if ((rc = mtl__write_all(out, buf, (size_t)n)) < 0)
+            goto out;
+        at += n;
+    }
+    /* ...and an END block of its own, written to the copy only: the
+     * decoder state of the original goes on as if it never was. */
+    uint64_t last_us = w.last_us;
+    int fd = mtl__pl.fd;
+    reserve(32);
+    put_byte(MTL_S_MAIN, MTL_REC_END);
+    put_dt(mtl__now_ns());
+    put_var(MTL_S_MAIN, MTL_END_STOP);
+    put_var(MTL_S_MAIN, 0);
+    mtl__pl.fd = out;
+    struct stat st;
+    dev_t dev = w.dev;
+    ino_t ino = w.ino;
+    if (fstat(out, &st) == 0) {
+        w.dev = st.st_dev;
+        w.ino = st.st_ino;
+    }
+    flush_block();
+    mtl__pl.fd = fd;
+    w.dev = dev;
+    w.ino = ino;
+    w.last_us = last_us;
+    if (w.failed)
+        rc = -EIO;
+out:
+    pthread_mutex_unlock(&w.wmu);
+    if (close(out) < 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
 void mtl__writer_exec_begin(void)
 {
     pthread_mutex_lock(&w.wmu);
@@ -690,18 +787,12 @@ void mtl__writer_after_fork_child(void)
     pthread_mutex_init(&w.wmu, NULL);
     pthread_mutex_init(&w.wake_mu, NULL);
     pthread_cond_init(&w.wake, NULL);
-    w.woken = 0;
     mtl__writer_running = 0;
-    atomic_store(&w.finish_reason, -1);
-    atomic_store(&w.done, 0);
-    for (size_t r = 0; r < w.nruns; r++)
-        mtl__chunk_release(w.runs[r]);
-    w.nruns = 0;
     if (mtl__pl.fd >= 0)
         close(mtl__pl.fd);
     mtl__pl.fd = -1;
-    mtl__modules_rewind();
-    mtl__stacks_rewind();
-    if (start_file(0) < 0 || mtl__writer_start() < 0)
+    char path[sizeof mtl__pl.opt.output];
+    mtl__expand_pattern(path, sizeof path, mtl__pl.opt.pattern);
+    if (mtl__writer_begin(path, 0, 1) < 0)
         mtl__stop_recording(NULL, 0);
 }

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,8 +600,16 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         ev->size = size;
         ev->stack = (uint32_t)stack;
         ev->tag = (uint32_t)tag;
-        ev->weight_count = 1;
-        ev->weight_bytes = (double)size;
+        if (r->info.mode == MTL_MODE_SAMPLED && r->info.sample_rate && size) {
+            /* Sampled with probability 1 - exp(-size/R): its inverse is
+             * the unbiased weight (docs/FORMAT.md). */
+            double p = -expm1(-(double)size / (double)r->info.sample_rate);
+            ev->weight_count = 1.0 / p;
+            ev->weight_bytes = (double)size / p;
+        } else {
+            ev->weight_count = 1;
+            ev->weight_bytes = (double)size;
+        }
         return 1;
     }
     case MTL_REC_FREE:

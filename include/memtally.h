@@ -1,0 +1,129 @@
+/*
+ * memtally.h: the in-program API of libmemtally.
+ *
+ * A program that links libmemtally (`pkg-config --cflags --libs memtally`)
+ * can start and stop recording itself, and profile one call and get its
+ * table back, as OCaml's Memtrace and Erlang's hprof allow:
+ *
+ *     int main(int argc, char **argv)
+ *     {
+ *         mtl_trace_if_requested();   // MEMTALLY=out.mtly ./prog records
+ *         ...
+ *     }
+ *
+ *     struct mtl_result *res;
+ *     if (mtl_profile_call(parse_all, input, NULL, &res) == 0) {
+ *         mtl_result_print(res, stdout, MTL_PRINT_ALL);
+ *         mtl_result_free(res);
+ *     }
+ *
+ * Linking the library puts its allocation hooks in front of the program's
+ * allocator, but they stay idle (a load and a branch per call) until
+ * recording starts.  Under `memtally record`, recording starts by itself
+ * and these calls control that recording.
+ *
+ * Every call returns 0 or a negative errno-style code (-EINVAL, -EBUSY when
+ * recording is already on, -ENOTSUP when recording is impossible here...);
+ * mtl_api_strerror() names them.  All are safe from any thread.
+ */
+#ifndef MEMTALLY_H
+#define MEMTALLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mtl_options {
+    uint64_t sample_rate;   /* 0: record every allocation; else sample one per
+                               this many bytes on average (Poisson) */
+    unsigned depth;         /* frames kept per stack; 0: the default (64) */
+};
+
+/* Starts recording into the trace file path (%p becomes the pid), with opt
+ * (NULL: every allocation, default depth).  -EBUSY if recording already. */
+int mtl_start(const char *path, const struct mtl_options *opt);
+
+/* Finishes the trace.  Recording may be started again after. */
+int mtl_stop(void);
+
+/* Stops recording for a while without ending the trace, and goes on. */
+int mtl_pause(void);
+int mtl_resume(void);
+
+/* Throws away what was recorded so far: the trace starts anew. */
+int mtl_reset(void);
+
+/* Starts recording if the environment variable MEMTALLY names a trace file
+ * (MEMTALLY_SAMPLE, if set, is the sample rate in bytes); else does
+ * nothing and returns 0. */
+int mtl_trace_if_requested(void);
+
+/* 1 when recording, 0 when not (stopped or paused). */
+int mtl_recording(void);
+
+/* --- profiling one call ------------------------------------------------ */
+
+struct mtl_profile_options {
+    int follow_threads;     /* also count threads that fn starts */
+    unsigned timeout_ms;    /* 0: wait for fn; else stop counting after this
+                               long and report what was seen (fn runs on) */
+    unsigned depth;         /* frames kept per stack; 0: the default */
+};
+
+/* One row of a table: a function and what it allocated itself. */
+struct mtl_result_row {
+    const char *function;   /* demangled when possible, else module+0xOFFSET */
+    const char *file;       /* NULL when unknown */
+    unsigned line;
+    uint64_t calls, bytes;
+    double percent;         /* of the table's bytes */
+};
+
+struct mtl_result_table {
+    uint32_t tid;           /* 0 for the table of all threads */
+    const char *thread_name;
+    uint64_t calls, bytes;
+    double percent;         /* share of all bytes */
+    size_t nrows;
+    const struct mtl_result_row *rows;  /* most bytes first */
+};
+
+struct mtl_result {
+    int timed_out;          /* the timeout passed before fn returned */
+    struct mtl_result_table total;
+    size_t nthreads;
+    const struct mtl_result_table *threads;
+};
+
+/* Runs fn(arg) with every allocation counted, and gives back the table of
+ * what it (and, with follow_threads, the threads it started) allocated, per
+ * thread and in total.  Symbols come from the running process.  -EBUSY if
+ * the process is already being recorded. */
+int mtl_profile_call(void (*fn)(void *), void *arg,
+                     const struct mtl_profile_options *opt,
+                     struct mtl_result **result);
+
+enum mtl_print_how {
+    MTL_PRINT_TOTAL = 1,    /* the table of all threads */
+    MTL_PRINT_THREADS = 2,  /* one table per thread */
+    MTL_PRINT_ALL = 3,
+};
+
+/* Prints a result in the hprof layout: FUNCTION, CALLS, BYTES, PER CALL, %. */
+void mtl_result_print(const struct mtl_result *result, FILE *f, int how);
+
+/* Releases a result; after the call result is invalid. */
+void mtl_result_free(struct mtl_result *result);
+
+/* The text of a code returned by the calls above. */
+const char *mtl_api_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,249 @@
+/*
+ * api.c: starting, pausing, resuming, restarting, dumping and stopping a
+ * recording while the program runs: the control operations of control.h,
+ * behind both the in-program API (include/memtally.h) and the control
+ * socket (control.c).
+ *
+ * One mutex serialises the operations; the hooks never take it.  They
+ * read only mtl__pl.state, which each operation changes last when it
+ * turns recording on and first when it turns it off.
+ */
+#include "preload/control.h"
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memtally.h"
+#include "trace/format.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static struct {
+    pthread_mutex_t mu;
+    int traces;                 /* traces begun in this process */
+    char configured[4096];      /* the path given at start-up, if any */
+    int have_configured;
+} api = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+int mtl__begin_trace(const char *path, int start_thread)
+{
+    char expanded[sizeof mtl__pl.opt.output];
+    int clobber;
+    if (!api.have_configured && mtl__pl.opt.output[0]) {
+        /* The exact path memtally record chose for this process. */
+        mtl__fmt(api.configured, sizeof api.configured, "%s", mtl__pl.opt.output);
+        api.have_configured = 1;
+    }
+    if (path) {
+        mtl__expand_pattern(expanded, sizeof expanded, path);
+        clobber = 1; /* the caller named it */
+    } else if (api.have_configured) {
+        mtl__fmt(expanded, sizeof expanded, "%s", api.configured);
+        clobber = api.traces == 0; /* later traces keep earlier ones */
+    } else {
+        mtl__expand_pattern(expanded, sizeof expanded, mtl__pl.opt.pattern);
+        clobber = 0;
+    }
+    mtl__pl.start_ns = mtl__monotonic_ns();
+    mtl__events_begin_trace();
+    mtl__sampled_clear();
+    int rc = mtl__writer_begin(expanded, clobber, start_thread);
+    if (rc == 0) {
+        api.traces++;
+        mtl__install_signal_handlers();
+    }
+    return rc;
+}
+
+static int state(void)
+{
+    return atomic_load(&mtl__pl.state);
+}
+
+int mtl__ctl_start(const char *path, uint64_t sample_rate, unsigned depth)
+{
+    if (!mtl__pl.ready)
+        return -ENOTSUP;
+    int rc = 0;
+    mtl__tls.in_hook++;
+    pthread_mutex_lock(&api.mu);
+    int st = state();
+    if (st == MTL_RECORDING) {
+        rc = -EBUSY;
+    } else if (st == MTL_PAUSED) {
+        if (path)
+            rc = -EBUSY; /* a trace is open: stop it first */
+        else
+            atomic_store(&mtl__pl.state, MTL_RECORDING);
+    } else {
+        mtl__pl.opt.sample_rate = sample_rate;
+        if (depth)
+            mtl__pl.opt.depth = depth > MTL_MAX_DEPTH ? MTL_MAX_DEPTH : depth;
+        rc = mtl__begin_trace(path, 1);
+        if (rc == 0) {
+            atomic_store(&mtl__pl.state, MTL_RECORDING);
+            mtl__control_start();
+        }
+    }
+    pthread_mutex_unlock(&api.mu);
+    mtl__tls.in_hook--;
+    return rc;
+}
+
+int mtl__ctl_pause(void)
+{
+    int expected = MTL_RECORDING;
+    return atomic_compare_exchange_strong(&mtl__pl.state, &expected, MTL_PAUSED)
+               ? 0 : -EINVAL;
+}
+
+int mtl__ctl_resume(void)
+{
+    int expected = MTL_PAUSED;
+    return atomic_compare_exchange_strong(&mtl__pl.state, &expected, MTL_RECORDING)
+               ? 0 : -EINVAL;
+}
+
+/* With api.mu held: ends the open trace; the state is OFF after. */
+static int stop_locked(int reason)
+{
+    int st = state();
+    if (st != MTL_RECORDING && st != MTL_PAUSED)
+        return -EINVAL;
+    atomic_store(&mtl__pl.state, MTL_OFF);
+    mtl__writer_finish(reason, 0, 10000);
+    return 0;
+}
+
+int mtl__ctl_stop(void)
+{
+    mtl__tls.in_hook++;
+    pthread_mutex_lock(&api.mu);
+    int rc = stop_locked(MTL_END_STOP);
+    pthread_mutex_unlock(&api.mu);
+    mtl__tls.in_hook--;
+    return rc;
+}
+
+int mtl__ctl_restart(void)
+{
+    mtl__tls.in_hook++;
+    pthread_mutex_lock(&api.mu);
+    int st = state();
+    char path[sizeof mtl__pl.opt.output];
+    mtl__fmt(path, sizeof path, "%s", mtl__pl.opt.output);
+    int rc = stop_locked(MTL_END_STOP);
+    if (rc == 0) {
+        /* The same file, from its first byte. */
+        mtl__pl.start_ns = mtl__monotonic_ns();
+        mtl__events_begin_trace();
+        mtl__sampled_clear();
+        rc = mtl__writer_begin(path, 1, 1);
+        if (rc == 0)
+            atomic_store(&mtl__pl.state, st);
+    }
+    pthread_mutex_unlock(&api.mu);
+    mtl__tls.in_hook--;
+    return rc;
+}
+
+int mtl__ctl_dump(const char *path)
+{
+    if (!path || !*path)
+        return -EINVAL;
+    mtl__tls.in_hook++;
+    pthread_mutex_lock(&api.mu);
+    int st = state();
+    int rc = st == MTL_RECORDING || st == MTL_PAUSED ? mtl__writer_dump(path) : -EINVAL;
+    pthread_mutex_unlock(&api.mu);
+    mtl__tls.in_hook--;
+    return rc;
+}
+
+int mtl__ctl_status(char *buf, size_t cap)
+{
+    static const char *const names[] = { "off", "recording", "off", "paused" };
+    struct mtl__counts c;
+    mtl__writer_counts(&c);
+    int st = state();
+    mtl__fmt(buf, cap,
+             "state=%s trace=%s mode=%s rate=%llu pid=%d events=%llu allocations=%llu "
+             "frees=%llu bytes=%llu live_bytes=0",
+             names[st & 3], st == MTL_OFF ? "" : mtl__pl.opt.output,
+             mtl__pl.opt.sample_rate ? "sampled" : "full",
+             (unsigned long long)mtl__pl.opt.sample_rate, (int)getpid(),
+             (unsigned long long)(c.allocations + c.frees),
+             (unsigned long long)c.allocations, (unsigned long long)c.frees,
+             (unsigned long long)c.bytes);
+    return 0;
+}
+
+/* --- the public API (include/memtally.h) ------------------------------- */
+
+EXPORT int mtl_start(const char *path, const struct mtl_options *opt)
+{
+    if (!path || !*path)
+        return -EINVAL;
+    mtl__hooks_first_use();
+    return mtl__ctl_start(path, opt ? opt->sample_rate : 0, opt ? opt->depth : 0);
+}
+
+EXPORT int mtl_stop(void)
+{
+    return mtl__ctl_stop();
+}
+
+EXPORT int mtl_pause(void)
+{
+    return mtl__ctl_pause();
+}
+
+EXPORT int mtl_resume(void)
+{
+    return mtl__ctl_resume();
+}
+
+EXPORT int mtl_reset(void)
+{
+    return mtl__ctl_restart();
+}
+
+EXPORT int mtl_recording(void)
+{
+    return state() == MTL_RECORDING;
+}
+
+EXPORT int mtl_trace_if_requested(void)
+{
+    const char *path = getenv("MEMTALLY");
+    if (!path || !*path)
+        return 0;
+    if (state() == MTL_RECORDING || state() == MTL_PAUSED)
+        return 0; /* already recorded, by memtally record */
+    struct mtl_options opt = { 0, 0 };
+    const char *rate = getenv("MEMTALLY_SAMPLE");
+    if (rate && *rate) {
+        char *end;
+        unsigned long long r = strtoull(rate, &end, 10);
+        if (*end || r == 0)
+            return -EINVAL;
+        opt.sample_rate = r;
+    }
+    return mtl_start(path, &opt);
+}
+
+EXPORT const char *mtl_api_strerror(int code)
+{
+    switch (code) {
+    case 0: return "success";
+    case -EBUSY: return "already recording";
+    case -EINVAL: return "invalid argument or state";
+    case -ENOTSUP: return "recording is not possible in this process";
+    case -ENOMEM: return "out of memory";
+    case -EAGAIN: return "cannot start a thread";
+    default: return code < 0 ? strerror(-code) : "unknown";
+    }
+}

@@ -1,0 +1,180 @@
+/*
+ * sampled.c: sampled mode (memtally record --sample): which allocations
+ * are recorded, and which live blocks were, so that their frees are too.
+ *
+ * Poisson sampling by bytes (as tcmalloc and jemalloc do): each thread
+ * counts down the bytes to its next sample point, drawn from an
+ * exponential distribution of mean R; an allocation that reaches the
+ * point is sampled and the next point is drawn.  An allocation of n bytes
+ * is then sampled with probability 1 - exp(-n/R), whatever came before,
+ * which is what lets the reader weight each sample by its inverse (the
+ * unbiased estimate, docs/FORMAT.md).  An allocation that is not sampled
+ * costs a subtraction and a branch: no stack, no lock, no write.
+ *
+ * Frees: a free is recorded only for a block that was sampled.  Sampled
+ * blocks are kept in a hash set under a mutex (they are few: one per R
+ * bytes allocated), and in front of it a table of small counters indexed
+ * by a hash of the address, read without a lock, so that the free of an
+ * unsampled block costs one load.
+ */
+#include "preload/preload.h"
+
+#include <math.h>
+#include <string.h>
+
+#define FILTER_BITS 16
+
+static struct {
+    pthread_mutex_t mu;
+    _Atomic uint8_t *filter;   /* 2^FILTER_BITS saturating counters */
+    uint64_t *keys;            /* open addressing, 0 empty, 1 deleted */
+    size_t cap, count, used;   /* used counts deleted slots too */
+} sm = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static inline size_t filter_slot(uint64_t p)
+{
+    return (size_t)((p * 0x9e3779b97f4a7c15ull) >> (64 - FILTER_BITS));
+}
+
+static inline size_t key_slot(uint64_t p, size_t mask)
+{
+    p ^= p >> 31;
+    p *= 0xbf58476d1ce4e5b9ull;
+    return (size_t)(p ^ (p >> 29)) & mask;
+}
+
+/* A draw from the exponential distribution of mean rate. */
+static int64_t next_gap(struct mtl__tls *tls, uint64_t rate)
+{
+    if (!tls->rng) {
+        uint64_t seed = mtl__pl.opt.seed ? mtl__pl.opt.seed
+                                         : mtl__monotonic_ns() ^ (uint64_t)(uintptr_t)tls;
+        tls->rng = (seed ^ ((uint64_t)mtl__gettid() * 0x9e3779b97f4a7c15ull)) | 1;
+    }
+    /* xorshift64*, then a uniform in (0, 1] from its top 53 bits */
+    tls->rng ^= tls->rng >> 12;
+    tls->rng ^= tls->rng << 25;
+    tls->rng ^= tls->rng >> 27;
+    uint64_t x = tls->rng * 0x2545f4914f6cdd1dull;
+    double u = ((double)(x >> 11) + 1.0) / 9007199254740992.0;
+    double gap = -log(u) * (double)rate;
+    return gap > 4e18 ? INT64_MAX : (int64_t)gap + 1;
+}
+
+int mtl__sample_hit(struct mtl__tls *tls, uint64_t size)
+{
+    uint64_t rate = mtl__pl.opt.sample_rate;
+    if (MTL_UNLIKELY(!tls->sample_init)) {
+        tls->sample_left = next_gap(tls, rate);
+        tls->sample_init = 1;
+    }
+    tls->sample_left -= (int64_t)(size > INT64_MAX ? INT64_MAX : size);
+    if (MTL_LIKELY(tls->sample_left > 0))
+        return 0;
+    tls->sample_left = next_gap(tls, rate);
+    return 1;
+}
+
+static int grow_set(void)
+{
+    size_t cap = sm.cap ? sm.cap * 2 : 4096;
+    uint64_t *keys = mtl__pages_alloc(cap * sizeof *keys);
+    if (!keys)
+        return -1;
+    for (size_t i = 0; i < sm.cap; i++) {
+        uint64_t k = sm.keys[i];
+        if (k <= 1)
+            continue;
+        size_t j = key_slot(k, cap - 1);
+        while (keys[j])
+            j = (j + 1) & (cap - 1);
+        keys[j] = k;
+    }
+    mtl__pages_free(sm.keys, sm.cap * sizeof *sm.keys);
+    sm.keys = keys;
+    sm.cap = cap;
+    sm.used = sm.count;
+    return 0;
+}
+
+int mtl__sampled_add(uint64_t p)
+{
+    if (p <= 1)
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&sm.mu);
+    if (!sm.filter &&
+        !(sm.filter = mtl__pages_alloc((size_t)1 << FILTER_BITS))) {
+        rc = -1;
+        goto out;
+    }
+    if ((sm.used + 1) * 2 > sm.cap && grow_set() < 0) {
+        rc = -1;
+        goto out;
+    }
+    size_t mask = sm.cap - 1, i = key_slot(p, mask);
+    while (sm.keys[i] > 1 && sm.keys[i] != p)
+        i = (i + 1) & mask;
+    if (sm.keys[i] != p) {
+        if (sm.keys[i] == 0)
+            sm.used++;
+        sm.keys[i] = p;
+        sm.count++;
+        size_t f = filter_slot(p);
+        uint8_t c = atomic_load_explicit(&sm.filter[f], memory_order_relaxed);
+        if (c < 255) /* a saturated counter stays: just a slower check */
+            atomic_store_explicit(&sm.filter[f], (uint8_t)(c + 1), memory_order_release);
+    }
+out:
+    pthread_mutex_unlock(&sm.mu);
+    return rc;
+}
+
+int mtl__sampled_take(uint64_t p)
+{
+    _Atomic uint8_t *filter = sm.filter;
+    if (!filter || !atomic_load_explicit(&filter[filter_slot(p)], memory_order_acquire))
+        return 0;
+    int found = 0;
+    pthread_mutex_lock(&sm.mu);
+    if (sm.cap) {
+        size_t mask = sm.cap - 1, i = key_slot(p, mask);
+        for (; sm.keys[i]; i = (i + 1) & mask) {
+            if (sm.keys[i] == p) {
+                sm.keys[i] = 1; /* deleted */
+                sm.count--;
+                found = 1;
+                size_t f = filter_slot(p);
+                uint8_t c = atomic_load_explicit(&sm.filter[f], memory_order_relaxed);
+                if (c < 255)
+                    atomic_store_explicit(&sm.filter[f], (uint8_t)(c - 1),
+                                          memory_order_release);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&sm.mu);
+    return found;
+}
+
+/* A new trace: blocks sampled for the last one are not this one's. */
+void mtl__sampled_clear(void)
+{
+    pthread_mutex_lock(&sm.mu);
+    if (sm.keys)
+        memset(sm.keys, 0, sm.cap * sizeof *sm.keys);
+    if (sm.filter)
+        memset((void *)sm.filter, 0, (size_t)1 << FILTER_BITS);
+    sm.count = sm.used = 0;
+    pthread_mutex_unlock(&sm.mu);
+}
+
+void mtl__sampled_atfork(int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(&sm.mu);
+    else if (phase == 1)
+        pthread_mutex_unlock(&sm.mu);
+    else
+        pthread_mutex_init(&sm.mu, NULL);
+}
