@@ -18,7 +18,10 @@ CLI_SRC     := $(wildcard src/cli/*.c)
 
 # The preload library: no sanitizers (they would shadow the allocator), its
 # own symbols hidden except the hooks, libc's allocator found with dlsym.
-PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o)
+# The recorder reads traces back for mtl_profile_call: the reader and the
+# per-stack totals go in too, hidden like the rest.
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
+               $(B)/pic/src/trace/reader.o $(B)/pic/src/analyze/stackagg.o
 READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(COMMON_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o)
 
@@ -49,6 +52,10 @@ $(B)/memtally: $(CLI_OBJ) $(B)/libmemtally-trace.a
 
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 examples: $(EXAMPLES)
+# The API example links the recorder library itself.
+$(B)/examples/api_demo: examples/api_demo.c $(B)/libmemtally.so include/memtally.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< -L$(B) -lmemtally -pthread -Wl,-rpath,'$$ORIGIN/..'
 $(B)/examples/%: examples/%.c $(B)/libmemtally-trace.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(B)/libmemtally-trace.a $(READER_LIBS)
@@ -87,9 +94,21 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh
 
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include/memtally
+	install -m 755 $(B)/memtally $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(B)/libmemtally.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(B)/libmemtally-trace.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/memtally.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/memtally/trace.h $(DESTDIR)$(PREFIX)/include/memtally/
+	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally.pc
+	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally-trace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally-trace.pc
+
 clean:
 	rm -rf $(B)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
-.PHONY: all deps demo check bench clean examples tests
+.PHONY: all deps demo check bench clean examples tests install

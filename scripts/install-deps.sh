@@ -3,7 +3,7 @@
 # Idempotent: installs only what is missing, and does nothing when all is there.
 set -e
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
-      zstd valgrind sqlite3 python3 heaptrack jq"
+      zstd valgrind sqlite3 python3 heaptrack jq time"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||

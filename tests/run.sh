@@ -7,7 +7,7 @@
 # (tests/integration/*.sh); it passes with exit 0, is skipped with exit 77.
 cd "$(dirname "$0")/.." || exit 1
 export MEMTALLY_ROOT="$PWD"
-export MEMTALLY="$PWD/build/memtally"
+export MEMTALLY_BIN="$PWD/build/memtally"
 export TEST_PROGRAMS="$PWD/build/tests/programs"
 limit=${TEST_TIMEOUT:-300}
 pattern=${1:-}

@@ -405,7 +405,7 @@ static void draw(struct top *t, int final, int alive)
     } else {
         size_t max = t->top ? t->top : 20;
         if (t->tty && !t->top) {
-            int room = terminal_rows() - HEAD_LINES - 3;
+            int room = terminal_rows() - HEAD_LINES - 4; /* the last line stays empty: no scroll */
             max = room > 1 ? (size_t)room : 1;
         }
         size_t n = rows.n < max ? rows.n : max;

@@ -366,6 +366,7 @@ int mtl__control_start(void)
         close(fd);
         goto out;
     }
+    chmod(addr.sun_path, 0600); /* the directory guards it already */
     ctl.dev = st.st_dev;
     ctl.ino = st.st_ino;
     memcpy(ctl.path, addr.sun_path, sizeof ctl.path);
