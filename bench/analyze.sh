@@ -10,7 +10,7 @@
 #     -q       quick smoke test: 1 repetition, small sizes
 #     -k       keep the traces in build/bench/analyze/
 #
-# Environment: CC (compiler for the workloads, default cc), MEMTALLY (the
+# Environment: CC (compiler for the workloads, default cc), MEMTALLY_BIN (the
 # memtally binary, default build/memtally), HEAPTRACK (default heaptrack),
 # HEAPTRACK_PRINT (default heaptrack_print), TIMEOUT (seconds one analysis
 # may take before it counts as hung, default 300).
@@ -58,7 +58,7 @@ B=build/bench
 A=$B/analyze
 OUT=$A              # where cc1 writes its assembly
 CC=${CC:-cc}
-MEMTALLY=${MEMTALLY:-build/memtally}
+MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
 HEAPTRACK=${HEAPTRACK:-heaptrack}
 HEAPTRACK_PRINT=${HEAPTRACK_PRINT:-heaptrack_print}
 TIMEOUT=${TIMEOUT:-300}
@@ -73,8 +73,8 @@ else
 fi
 
 # The tools.
-if [ ! -x "$MEMTALLY" ]; then
-    echo "analyze: $MEMTALLY not found (run make)" >&2
+if [ ! -x "$MEMTALLY_BIN" ]; then
+    echo "analyze: $MEMTALLY_BIN not found (run make)" >&2
     exit 1
 fi
 have_ht=1
@@ -130,10 +130,10 @@ JOBS="htprint report peak leaks temporary"
 job_cmd() {
     case $1 in
     htprint)   set -- "$HEAPTRACK_PRINT" -f "$htf" ;;
-    report)    set -- "$MEMTALLY" report --total "$A/mt.$2.mtly" ;;
-    peak)      set -- "$MEMTALLY" peak "$A/mt.$2.mtly" ;;
-    leaks)     set -- "$MEMTALLY" leaks "$A/mt.$2.mtly" ;;
-    temporary) set -- "$MEMTALLY" temporary "$A/mt.$2.mtly" ;;
+    report)    set -- "$MEMTALLY_BIN" report --total "$A/mt.$2.mtly" ;;
+    peak)      set -- "$MEMTALLY_BIN" peak "$A/mt.$2.mtly" ;;
+    leaks)     set -- "$MEMTALLY_BIN" leaks "$A/mt.$2.mtly" ;;
+    temporary) set -- "$MEMTALLY_BIN" temporary "$A/mt.$2.mtly" ;;
     esac
     jcmd="$*"
 }
@@ -178,18 +178,22 @@ run_job() {
 # code): any difference is a line in $A/problems.
 check_json() {
     w=$1 t=$A/mt.$1.mtly
-    "$MEMTALLY" info --json "$t" > "$A/$w.info.json" 2>/dev/null || return
+    "$MEMTALLY_BIN" info --json "$t" > "$A/$w.info.json" 2>/dev/null || return
     for c in report peak leaks temporary; do
-        set -- "$MEMTALLY" "$c" --json
+        set -- "$MEMTALLY_BIN" "$c" --json
         [ "$c" = report ] && set -- "$@" --total
-        if ! "$@" "$t" > "$A/$w.$c.json" 2> "$A/$w.$c.json.err"; then
-            echo "$w: '$* $t' failed: $(head -c 300 "$A/$w.$c.json.err" | tr '\n' ' ')" >> "$A/problems"
-        elif ! jq -e . "$A/$w.$c.json" >/dev/null 2>&1; then
-            echo "$w: '$* $t' printed something that is not JSON" >> "$A/problems"
+        timeout "$TIMEOUT" "$@" "$t" > "$A/$w.$c.json" 2> "$A/$w.$c.json.err"
+        rc=$?
+        if [ "$rc" = 124 ]; then
+            echo "$w: '$* $t' did not finish within $TIMEOUT s" >> "$A/problems"
+        elif [ "$rc" != 0 ]; then
+            echo "$w: '$* $t' exited with status $rc: $(head -c 300 "$A/$w.$c.json.err" | tr '\n' ' ')" >> "$A/problems"
+        elif ! jq -e 'type == "object"' "$A/$w.$c.json" >/dev/null 2>&1; then
+            echo "$w: '$* $t' printed something that is not a JSON object" >> "$A/problems"
         fi
     done
     # Each test prints "OK" or "WHAT: expected E, got G".
-    jq -n -r --arg w "$w" --arg t "$t" --arg mt "$MEMTALLY" \
+    jq -n -r --arg w "$w" --arg t "$t" --arg mt "$MEMTALLY_BIN" \
         --slurpfile i "$A/$w.info.json" --slurpfile r "$A/$w.report.json" \
         --slurpfile p "$A/$w.peak.json" --slurpfile l "$A/$w.leaks.json" \
         --slurpfile x "$A/$w.temporary.json" '
@@ -198,17 +202,17 @@ check_json() {
         $i[0] as $i | $r[0] as $r | $p[0] as $p | $l[0] as $l | $x[0] as $x |
         chk("\($mt) report --total: total calls vs info allocations"; $i.allocations; $r.total.calls),
         chk("\($mt) report --total: total bytes vs info bytes_allocated"; $i.bytes_allocated; $r.total.bytes),
-        chk("\($mt) report --total: sum of rows calls vs total calls"; $r.total.calls; ([$r.total.rows[].calls] | add // 0)),
-        chk("\($mt) report --total: sum of rows bytes vs total bytes"; $r.total.bytes; ([$r.total.rows[].bytes] | add // 0)),
+        chk("\($mt) report --total: sum of rows calls vs total calls"; $r.total.calls; ([($r.total.rows // [])[].calls] | add // 0)),
+        chk("\($mt) report --total: sum of rows bytes vs total bytes"; $r.total.bytes; ([($r.total.rows // [])[].bytes] | add // 0)),
         chk("\($mt) peak: peak_bytes vs info peak_live_bytes"; $i.peak_live_bytes; $p.peak_bytes),
         chk("\($mt) peak: peak_time_us vs info peak_time_us"; $i.peak_time_us; $p.peak_time_us),
-        chk("\($mt) peak: sum of rows bytes vs peak_bytes"; $p.peak_bytes; ([$p.rows[].bytes] | add // 0)),
-        chk("\($mt) peak: sum of rows blocks vs blocks"; $p.blocks; ([$p.rows[].blocks] | add // 0)),
+        chk("\($mt) peak: sum of rows bytes vs peak_bytes"; $p.peak_bytes; ([($p.rows // [])[].bytes] | add // 0)),
+        chk("\($mt) peak: sum of rows blocks vs blocks"; $p.blocks; ([($p.rows // [])[].blocks] | add // 0)),
         chk("\($mt) leaks: leaked+suppressed bytes vs info live_bytes_at_end"; $i.live_bytes_at_end; $l.leaked_bytes + $l.suppressed_bytes),
         chk("\($mt) leaks: leaked+suppressed blocks vs info live_blocks_at_end"; $i.live_blocks_at_end; $l.leaked_blocks + $l.suppressed_blocks),
-        chk("\($mt) leaks: sum of rows bytes vs leaked_bytes"; $l.leaked_bytes; ([$l.rows[].bytes] | add // 0)),
+        chk("\($mt) leaks: sum of rows bytes vs leaked_bytes"; $l.leaked_bytes; ([($l.rows // [])[].bytes] | add // 0)),
         chk("\($mt) temporary: calls vs info allocations"; $i.allocations; $x.calls),
-        chk("\($mt) temporary: sum of rows temporary_calls vs temporary_calls"; $x.temporary_calls; ([$x.rows[].temporary_calls] | add // 0))
+        chk("\($mt) temporary: sum of rows temporary_calls vs temporary_calls"; $x.temporary_calls; ([($x.rows // [])[].temporary_calls] | add // 0))
     ' >> "$A/problems" 2>&1
     # Facts for the tables.
     jq -r --arg w "$w" --slurpfile p "$A/$w.peak.json" '
@@ -218,7 +222,7 @@ check_json() {
         "\($w) mtpeak \(.peak_live_bytes)",
         "\($w) mtleak \(.live_bytes_at_end)",
         "\($w) mttrace \(.events)",
-        "\($w) peakblocks \($p[0].blocks)"' "$A/$w.info.json" >> "$A/facts"
+        "\($w) peakblocks \($p[0].blocks // "n/a")"' "$A/$w.info.json" >> "$A/facts"
 }
 
 # --------------------------------------------------------------- runs
@@ -235,7 +239,7 @@ for w in $WORKLOADS; do
     rm -f "$A/ht.$w".* "$A/mt.$w.mtly"
     # $envs and $cmd are split on blanks on purpose.
     # shellcheck disable=SC2086
-    if ! env $envs "$MEMTALLY" record -q -o "$A/mt.$w.mtly" -- $cmd <"$inp" >"$A/$w.rec-mt.out" 2>"$A/$w.rec-mt.err"; then
+    if ! env $envs "$MEMTALLY_BIN" record -q -o "$A/mt.$w.mtly" -- $cmd <"$inp" >"$A/$w.rec-mt.out" 2>"$A/$w.rec-mt.err"; then
         echo "analyze: $w: recording with memtally failed (see $A/$w.rec-mt.err)" >&2
         echo "$w: 'memtally record -- $cmd' failed" >> "$A/problems"
         continue

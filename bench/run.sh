@@ -9,7 +9,7 @@
 #     -w NAME  run only this workload (true storm1 storm2 sqlite python gcc cc1)
 #     -q       quick smoke test: 1 repetition, small sizes
 #
-# Environment: CC (compiler for the workloads, default cc), MEMTALLY (the
+# Environment: CC (compiler for the workloads, default cc), MEMTALLY_BIN (the
 # memtally binary, default build/memtally), HEAPTRACK (default heaptrack).
 set -u
 
@@ -52,7 +52,7 @@ cd "$(dirname "$0")/.." || exit 1
 B=build/bench
 OUT=$B/out
 CC=${CC:-cc}
-MEMTALLY=${MEMTALLY:-build/memtally}
+MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
 HEAPTRACK=${HEAPTRACK:-heaptrack}
 
 # Workload sizes: default and quick.
@@ -70,10 +70,10 @@ else
     echo "bench: $HEAPTRACK not found: its columns show n/a" >&2
 fi
 have_mt=0
-if [ -x "$MEMTALLY" ]; then
+if [ -x "$MEMTALLY_BIN" ]; then
     have_mt=1
 else
-    echo "bench: $MEMTALLY not found (run make): its columns show n/a" >&2
+    echo "bench: $MEMTALLY_BIN not found (run make): its columns show n/a" >&2
 fi
 have_jq=0
 command -v jq >/dev/null 2>&1 && have_jq=1
@@ -107,7 +107,7 @@ run_once() {
     case $tool in
     base)      set -- ;;
     heaptrack) set -- "$HEAPTRACK" -o "$OUT/ht.$w"; rm -f "$OUT/ht.$w".* ;;
-    memtally)  set -- "$MEMTALLY" record -q -o "$OUT/mt.$w.mtly" --; rm -f "$OUT/mt.$w.mtly" ;;
+    memtally)  set -- "$MEMTALLY_BIN" record -q -o "$OUT/mt.$w.mtly" --; rm -f "$OUT/mt.$w.mtly" ;;
     esac
     t0=$(date +%s%N)
     # $envs and $cmd are split on blanks on purpose.
@@ -182,9 +182,9 @@ for w in $WORKLOADS; do
     if [ -f "$OUT/mt.$w.mtly" ]; then
         mtb=$(wc -c < "$OUT/mt.$w.mtly")
         if [ "$have_jq" = 1 ]; then
-            mte=$("$MEMTALLY" info --json "$OUT/mt.$w.mtly" | jq -r '.allocations + .frees')
+            mte=$("$MEMTALLY_BIN" info --json "$OUT/mt.$w.mtly" | jq -r '.allocations + .frees')
         else
-            mte=$("$MEMTALLY" info --json "$OUT/mt.$w.mtly" |
+            mte=$("$MEMTALLY_BIN" info --json "$OUT/mt.$w.mtly" |
                 sed -n 's/.*"allocations": *\([0-9]*\).*"frees": *\([0-9]*\).*/\1 \2/p' |
                 awk '{print $1 + $2}')
         fi

@@ -25,7 +25,7 @@ size=$(wc -c <full.mtly)
 u32() { od -An -tu4 -j "$2" -N4 "$1" | tr -d ' '; }
 bounds=""; off=16; nblocks=0
 while [ "$off" -lt "$size" ]; do
-    [ "$(u32 full.mtly "$off")" = 1263291469 ] || fail "no block magic at offset $off"
+    [ "$(u32 full.mtly "$off")" = $((0x4b4c424d)) ] || fail "no block magic at offset $off"
     bounds="$bounds $off"
     off=$((off + 16 + $(u32 full.mtly $((off + 4)))))
     nblocks=$((nblocks + 1))
@@ -59,9 +59,9 @@ check_exit() {
 prev_allocs=0; prev_frees=0
 for c in $cuts; do
     head -c "$c" full.mtly >cut.mtly
-    rc=0; timeout 10 "$MEMTALLY" info --json cut.mtly >info.json 2>err || rc=$?
+    rc=0; timeout 10 "$MEMTALLY_BIN" info --json cut.mtly >info.json 2>err || rc=$?
     check_exit "info, cut at $c" $rc err
-    timeout 10 "$MEMTALLY" dump cut.mtly >dump.txt 2>derr; drc=$?
+    timeout 10 "$MEMTALLY_BIN" dump cut.mtly >dump.txt 2>derr; drc=$?
     check_exit "dump, cut at $c" $drc derr
     if [ $rc -ne 0 ]; then
         [ "$c" -lt "$first_end" ] ||
@@ -81,8 +81,8 @@ for c in $cuts; do
     lb=$(last_bound "$c")
     if [ "$lb" -ge "$first_end" ] && [ "$lb" -ne "$c" ]; then
         head -c "$lb" full.mtly >bound.mtly
-        "$MEMTALLY" info --json bound.mtly >binfo.json 2>/dev/null ||
-            fail "cut at the block boundary $lb failed"
+        "$MEMTALLY_BIN" info --json bound.mtly >binfo.json 2>berr ||
+            fail "cut at the block boundary $lb failed: $(cat berr)"
         expect_eq "cut at $c: allocations as at boundary $lb" \
             "$(jq -r .allocations binfo.json)" "$a" >/dev/null
         expect_eq "cut at $c: frees as at boundary $lb" "$(jq -r .frees binfo.json)" "$f" >/dev/null

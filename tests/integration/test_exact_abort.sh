@@ -12,7 +12,7 @@ prog="$TEST_PROGRAMS/exact_abort"
 record trace.mtly "$prog" >traced.out; expect_eq "exit status through memtally" 134 $?
 cmp plain.out traced.out || fail "stdout differs through memtally"
 [ -s trace.mtly ] || fail "no trace after abort"
-json=$("$MEMTALLY" info --json trace.mtly) || fail "memtally info --json fails on the trace"
+json=$("$MEMTALLY_BIN" info --json trace.mtly) || fail "memtally info --json fails on the trace"
 set -- allocations 3 frees 1 bytes_allocated 4104 peak_live_bytes 4096 \
     live_bytes_at_end 104 threads 1
 while [ $# -gt 0 ]; do

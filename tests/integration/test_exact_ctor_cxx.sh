@@ -9,7 +9,7 @@
 # check TRACE ALLOCS FREES BYTES PEAK LIVE THREADS: every count of TRACE, and
 # that TRACE was not cut short.
 check() {
-    json=$("$MEMTALLY" info --json "$1") || fail "memtally info --json $1 failed"
+    json=$("$MEMTALLY_BIN" info --json "$1") || fail "memtally info --json $1 failed"
     set -- "$1" allocations "$2" frees "$3" bytes_allocated "$4" \
         peak_live_bytes "$5" live_bytes_at_end "$6" threads "$7" truncated false
     trace=$1; shift

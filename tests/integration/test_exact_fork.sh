@@ -11,7 +11,7 @@
 # check TRACE ALLOCS FREES BYTES PEAK LIVE THREADS: every count of TRACE, and
 # that TRACE was not cut short.
 check() {
-    json=$("$MEMTALLY" info --json "$1") || fail "memtally info --json $1 failed"
+    json=$("$MEMTALLY_BIN" info --json "$1") || fail "memtally info --json $1 failed"
     set -- "$1" allocations "$2" frees "$3" bytes_allocated "$4" \
         peak_live_bytes "$5" live_bytes_at_end "$6" threads "$7" truncated false
     trace=$1; shift
@@ -25,7 +25,7 @@ check() {
 # exit status 0 and stdout as without memtally; sets parent and child.
 traced() {
     name=$1; shift
-    "$MEMTALLY" record -q "$@" -o "$name.%p.mtly" -- "$prog" >traced.out 2>traced.err
+    "$MEMTALLY_BIN" record -q "$@" -o "$name.%p.mtly" -- "$prog" >traced.out 2>traced.err
     status=$?
     cat traced.err >&2
     expect_eq "exit status through memtally" 0 $status

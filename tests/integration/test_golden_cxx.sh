@@ -46,7 +46,7 @@ expect_jq "the vector's site" v.json '.total.rows[0] | fname' \
     'std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>'
 expect_jq "the vector's site is not plumbing" v.json \
     "$plumbing [.total.rows[] | select(plumbing)] | length" 0
-if "$MEMTALLY" --help | grep -q '^  histogram '; then
+if "$MEMTALLY_BIN" --help | grep -q '^  histogram '; then
     analyze g.json histogram --inside fill_vector t.mtly
     expect_jq "vector block sizes" g.json '[.buckets[] | [.min, .max, .calls, .bytes]]' \
         '[[4,7,1,4],[8,15,1,8],[16,31,1,16],[32,63,1,32],[64,127,1,64],[128,255,1,128]]'
@@ -85,7 +85,7 @@ EOF
     expect_jq "inclusive $f" i.json "row(\"$f\") | [.calls, .bytes]" "[$calls,$bytes]"
 done
 
-if "$MEMTALLY" --help | grep -q '^  leaks '; then
+if "$MEMTALLY_BIN" --help | grep -q '^  leaks '; then
     analyze l.json leaks t.mtly
     expect_jq "leaks" l.json '[.leaked_bytes, .leaked_blocks, ([.rows[] | [.blocks, .bytes]] | sort)]' \
         '[72752,2,[[1,48],[1,72704]]]'

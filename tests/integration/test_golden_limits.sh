@@ -14,7 +14,7 @@ prog=$TEST_PROGRAMS/golden_funcs
 limit() {
     what=$1; want=$2; lines=$3; shift 3
     rm -f l.mtly
-    "$MEMTALLY" record -q -o l.mtly "$@" -- "$prog" 10 7 >l.out 2>l.err
+    "$MEMTALLY_BIN" record -q -o l.mtly "$@" -- "$prog" 10 7 >l.out 2>l.err
     rc=$?
     cat l.err >&2
     expect_eq "$what: exit status" "$want" "$rc"
@@ -38,7 +38,7 @@ limit "leak passed, peak within" 86 1 --max-peak 1M --max-leak 1000
 grep -q "memtally: " l.err || fail "the limit line does not start with 'memtally: '"
 
 # With status 0 the program's own status is 0.
-"$MEMTALLY" record -q -o z.mtly --max-peak 1M --max-leak 1M -- "$prog" >/dev/null
+"$MEMTALLY_BIN" record -q -o z.mtly --max-peak 1M --max-leak 1M -- "$prog" >/dev/null
 expect_eq "within both limits, status 0" 0 $?
-"$MEMTALLY" record -q -o z.mtly --max-peak 1K -- "$prog" >/dev/null 2>&1
+"$MEMTALLY_BIN" record -q -o z.mtly --max-peak 1K -- "$prog" >/dev/null 2>&1
 expect_eq "--max-peak 1K, status 0 program" 86 $?

@@ -94,7 +94,7 @@ expect_true "timeline: nothing allocated during the sleeps" l.json \
 analyze l.json timeline --points 7 --inside phase_two t.mtly
 expect_jq "timeline --inside phase_two: points, last live, calls" l.json \
     '[(.points | length), .points[-1].live_bytes, ([.points[].alloc_calls] | add)]' '[7,4096,384]'
-"$MEMTALLY" timeline --points 5 --csv t.mtly >l.csv || fail "timeline --csv failed"
+"$MEMTALLY_BIN" timeline --points 5 --csv t.mtly >l.csv || fail "timeline --csv failed"
 expect_eq "timeline --csv header" "time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes" "$(head -n 1 l.csv)"
 expect_eq "timeline --csv lines" 6 "$(wc -l <l.csv | tr -d ' ')"
 expect_eq "timeline --csv last live_bytes" 7168 "$(tail -n 1 l.csv | cut -d, -f2)"

@@ -107,7 +107,7 @@ expect_jq "thread rows equal the total's" p.json \
     '[.threads[0].rows[] | [fname, .calls, .bytes]] == [.total.rows[] | [fname, .calls, .bytes]]' true
 
 # The text table names each function with its calls and bytes.
-"$MEMTALLY" report --total t.mtly >text.out 2>text.err || fail "report (text) failed"
+"$MEMTALLY_BIN" report --total t.mtly >text.out 2>text.err || fail "report (text) failed"
 for f in make_buffer beta alpha grow keeper scratch delta; do
     grep -q "$f" text.out || fail "text report has no row for $f"
 done

@@ -88,7 +88,7 @@ expect_jq "--top 1: main's table" o.json "[.threads[] | select(.tid == $main_tid
 expect_jq "--top 1: one row per table" o.json '[.threads[] | .rows | length] | unique' '[1]'
 
 # The text report has a banner for each thread, with its name.
-"$MEMTALLY" report t.mtly >text.out 2>text.err || fail "report (text) failed"
+"$MEMTALLY_BIN" report t.mtly >text.out 2>text.err || fail "report (text) failed"
 for name in worker-1 worker-2 worker-3 golden_threads; do
     grep -q -- "$name" text.out || fail "text report names no thread $name"
 done

@@ -9,7 +9,7 @@
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 [ -x /usr/bin/gcc ] || skip "gcc is not installed"
 
-cat >small.c <<'EOF'
+cat >small.c <<'C'
 #include <stdlib.h>
 struct node { struct node *next; int v; };
 static int cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -25,21 +25,42 @@ int sum(int n)
     return s;
 }
 int smallest(int *a, int n) { qsort(a, n, sizeof *a, cmp); return a[0]; }
-EOF
+C
 
-# A fixed environment, temporary files in this directory, and no small.o
-# before each run: when the output file exists, the driver resolves its full
-# path (to check that it is not also an input), which allocates more.
-run_gcc() { # RUNNER...
-    rm -f small.o
-    env -i PATH=/usr/bin:/bin HOME="$TEST_TMP" LC_ALL=C TMPDIR="$TEST_TMP" "$@" \
-        /usr/bin/gcc -O2 -c small.c -o small.o
+# A fixed environment with temporary files in this directory.  The driver
+# calls setenv() 6 times (COLLECT_GCC...), each a realloc of glibc's copy of
+# environ to (variables + 2) pointers: with valgrind's 5 added variables
+# against memtally's 1, each was 32 bytes larger under valgrind (192 in
+# all), hence the same names under both tools (below).
+BASE_ENV="PATH=/usr/bin:/bin HOME=$TEST_TMP LC_ALL=C TMPDIR=$TEST_TMP"
+# Both tools add variables to the program's environment (valgrind: LD_PRELOAD,
+# LD_LIBRARY_PATH, GLIBCXX_FORCE_NEW, GLIBCPP_FORCE_NEW, PWD; memtally:
+# LD_PRELOAD), and programs allocate by the size of their environment: glibc's
+# setenv() grows a copy of environ, python copies it into a dict.  So each run
+# also gets the variables that only the other tool adds, with that tool's
+# values: the program sees the same names under both.
+only_in() { # ENV_A ENV_B: the variables of listing A that B lacks
+    while IFS= read -r v; do grep -q "^${v%%=*}=" "$2" || echo "$v"; done <"$1"
 }
+env -i $BASE_ENV valgrind -q /usr/bin/env >env.vg || fail "valgrind env failed"
+env -i $BASE_ENV "$MEMTALLY_BIN" record -q -o env.mtly -- /usr/bin/env >env.mt ||
+    fail "memtally record env failed"
+for_mt=$(only_in env.vg env.mt); for_vg=$(only_in env.mt env.vg)
+printf '%s\n' "$for_mt" "$for_vg" | grep -q '[[:space:]]' &&
+    fail "a variable added by a tool has a space: $for_mt $for_vg"
 # vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
 vg_totals() {
     sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
 }
-VG="valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+VG="env -i $BASE_ENV $for_vg valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+MT="env -i $BASE_ENV $for_mt $MEMTALLY_BIN record -q"
+# No small.o before each run: when the output file exists, the driver
+# resolves its full path (to check that it is not also an input), which
+# allocates more.
+run_gcc() { # RUNNER...
+    rm -f small.o
+    "$@" /usr/bin/gcc -O2 -c small.c -o small.o
+}
 
 run_gcc $VG --log-file=vg1.log || fail "gcc under valgrind failed"
 [ -s small.o ] || fail "gcc under valgrind wrote no small.o"
@@ -50,16 +71,16 @@ truth=$(vg_totals vg1.log)
 [ "$truth" = "$(vg_totals vg2.log)" ] ||
     fail "gcc is not deterministic under valgrind: $truth vs $(vg_totals vg2.log)"
 
-run_gcc "$MEMTALLY" record -q -o 'gcc.%p.mtly' -- || fail "memtally record failed"
+run_gcc $MT -o 'gcc.%p.mtly' -- || fail "memtally record failed"
 [ -s small.o ] || fail "gcc under memtally wrote no small.o"
 set -- gcc.*.mtly
 [ $# = 1 ] || fail "expected one trace (the driver's), got: $*"
 trace=$1
-prog=$("$MEMTALLY" info --json "$trace" | jq -r .program)
-case "$prog" in */gcc*) ;; *) fail "the trace is not the driver's but $prog's" ;; esac
+prog=$("$MEMTALLY_BIN" info --json "$trace" | jq -r .program)
+case "${prog##*/}" in *gcc*) ;; *) fail "the trace is not the driver's but $prog's" ;; esac
 
 set -- $truth
-"$MEMTALLY" info --json "$trace" >info.json || fail "memtally info failed"
+"$MEMTALLY_BIN" info --json "$trace" >info.json || fail "memtally info failed"
 expect_eq "gcc allocations (valgrind: $1)" "$1" "$(jq -r .allocations info.json)"
 expect_eq "gcc frees (valgrind: $2)" "$2" "$(jq -r .frees info.json)"
 expect_eq "gcc bytes_allocated (valgrind: $3)" "$3" "$(jq -r .bytes_allocated info.json)"

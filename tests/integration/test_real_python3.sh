@@ -7,21 +7,20 @@
 # What makes python3 deterministic here:
 # - PYTHONHASHSEED=0 (str hashes, so dict layouts), -S (no site module, no
 #   user site directories), PYTHONMALLOC unset (pymalloc serves small objects
-#   from 1 MiB arenas it maps itself: only its larger requests reach malloc).
-# - A small environment.  python copies the environment into a dict at start:
-#   with 11 or more variables that dict's table (568 bytes) comes from malloc,
-#   with 10 or fewer from pymalloc.  valgrind adds 5 variables (LD_PRELOAD,
-#   LD_LIBRARY_PATH, GLIBCPP_FORCE_NEW, GLIBCXX_FORCE_NEW, PWD), memtally adds
-#   LD_PRELOAD and its own few: starting from 3 keeps both sides under 11.
-# - No address space randomisation under memtally (valgrind has none): pymalloc
-#   keeps a radix tree over arena addresses whose 128 KiB leaves it callocs on
-#   demand, so an arena that lands across a 16 GiB boundary costs one more
-#   calloc.  With random addresses that happens in a small fraction of runs.
+#   from 1 MiB arenas it maps itself: only larger requests reach malloc).
+# - The same environment variable names under both tools (see below): python
+#   copies the environment into a dict, whose table comes from malloc (568
+#   bytes) once there are 11 variables or more, from pymalloc below that.
+# - No address space randomisation under memtally (valgrind has none):
+#   pymalloc keeps a radix tree over arena addresses and callocs a 128 KiB
+#   leaf for each 16 GiB range that holds an arena; with random addresses the
+#   arenas straddle two ranges in about 1 run in 1000 (12 of 12200 runs
+#   here), one calloc of 131072 bytes more.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
 
-cat >work.py <<'EOF'
+cat >work.py <<'PY'
 d = {}
 for i in range(20000):
     d["k%d" % i] = [i] * (i % 7)
@@ -34,35 +33,47 @@ big = [bytes(range(256)) * (i % 50 + 1) for i in range(500)]
 words = " ".join(str(i * i) for i in range(5000)).split()
 print(len(d), len(s), len(t), sorted(w.items())[:3], sum(map(len, big)),
       len(words), words[-1], ",".join(sorted(set(t)))[:9])
-EOF
+PY
+echo "20000 20000 11365 [('0', 742), ('1', 2332), ('2', 905)] 3264000 5000 24990001 0,1,2,3,4" >expected
 
-run_python() { # RUNNER...
-    env -i HOME="$TEST_TMP" LC_ALL=C PYTHONHASHSEED=0 "$@" /usr/bin/python3 -S work.py
+BASE_ENV="PATH=/usr/bin:/bin HOME=$TEST_TMP LC_ALL=C PYTHONHASHSEED=0"
+# Both tools add variables to the program's environment (valgrind: LD_PRELOAD,
+# LD_LIBRARY_PATH, GLIBCXX_FORCE_NEW, GLIBCPP_FORCE_NEW, PWD; memtally:
+# LD_PRELOAD), and programs allocate by the size of their environment: glibc's
+# setenv() grows a copy of environ, python copies it into a dict.  So each run
+# also gets the variables that only the other tool adds, with that tool's
+# values: the program sees the same names under both.
+only_in() { # ENV_A ENV_B: the variables of listing A that B lacks
+    while IFS= read -r v; do grep -q "^${v%%=*}=" "$2" || echo "$v"; done <"$1"
 }
+env -i $BASE_ENV valgrind -q /usr/bin/env >env.vg || fail "valgrind env failed"
+env -i $BASE_ENV "$MEMTALLY_BIN" record -q -o env.mtly -- /usr/bin/env >env.mt ||
+    fail "memtally record env failed"
+for_mt=$(only_in env.vg env.mt); for_vg=$(only_in env.mt env.vg)
+printf '%s\n' "$for_mt" "$for_vg" | grep -q '[[:space:]]' &&
+    fail "a variable added by a tool has a space: $for_mt $for_vg"
 # vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
 vg_totals() {
     sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
 }
-VG="valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+VG="env -i $BASE_ENV $for_vg valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+MT="env -i $BASE_ENV $for_mt $MEMTALLY_BIN record -q"
 
-run_python $VG --log-file=vg1.log >out.vg || fail "python3 under valgrind failed"
-run_python $VG --log-file=vg2.log >/dev/null || fail "python3 under valgrind failed"
+$VG --log-file=vg1.log /usr/bin/python3 -S work.py >out.vg || fail "python3 under valgrind failed"
+$VG --log-file=vg2.log /usr/bin/python3 -S work.py >/dev/null || fail "python3 under valgrind failed"
 truth=$(vg_totals vg1.log)
 [ -n "$truth" ] || fail "no heap summary in valgrind's log: $(cat vg1.log)"
 [ "$truth" = "$(vg_totals vg2.log)" ] ||
     fail "python3 is not deterministic under valgrind: $truth vs $(vg_totals vg2.log)"
-echo "20000 20000 11365 [('0', 742), ('1', 2332), ('2', 905)] 3264000 5000 24990001 0,1,2,3,4" >expected
 cmp -s expected out.vg || fail "unexpected output under valgrind: $(cat out.vg)"
 
 norandom=
 setarch -R true 2>/dev/null && norandom="setarch -R"
-$norandom env -i HOME="$TEST_TMP" LC_ALL=C PYTHONHASHSEED=0 \
-    "$MEMTALLY" record -q -o python3.mtly -- /usr/bin/python3 -S work.py >out.mt ||
-    fail "memtally record failed"
+$norandom $MT -o python3.mtly -- /usr/bin/python3 -S work.py >out.mt || fail "memtally record failed"
 cmp -s expected out.mt || fail "unexpected output under memtally: $(cat out.mt)"
 
 set -- $truth
-"$MEMTALLY" info --json python3.mtly >info.json || fail "memtally info failed"
+"$MEMTALLY_BIN" info --json python3.mtly >info.json || fail "memtally info failed"
 expect_eq "python3 allocations (valgrind: $1)" "$1" "$(jq -r .allocations info.json)"
 expect_eq "python3 frees (valgrind: $2)" "$2" "$(jq -r .frees info.json)"
 expect_eq "python3 bytes_allocated (valgrind: $3)" "$3" "$(jq -r .bytes_allocated info.json)"

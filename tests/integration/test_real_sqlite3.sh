@@ -22,20 +22,37 @@ awk 'BEGIN {
     print "DELETE FROM t WHERE id % 3 = 0;"
     print "SELECT count(*), max(name) FROM t;"
 }' >script.sql
+printf '3000|145275.0\nname12\nname120\nname1200\n1.5|31\n2.5|31\n2000|name999\n' >expected
 
-# The same fixed environment for every run: no ~/.sqliterc (HOME is this
-# empty directory), C locale, and a fresh database file each time (sqlite
-# allocates differently when it opens an existing database).
-run_sqlite() { # RUNNER...
-    rm -f t.db t.db-journal
-    env -i PATH=/usr/bin:/bin HOME="$TEST_TMP" LC_ALL=C "$@" \
-        /usr/bin/sqlite3 -batch t.db <script.sql
+# A fixed environment: no ~/.sqliterc (HOME is this empty directory), the C
+# locale; and a fresh database file for each run (sqlite allocates
+# differently when it opens an existing database).
+BASE_ENV="PATH=/usr/bin:/bin HOME=$TEST_TMP LC_ALL=C"
+# Both tools add variables to the program's environment (valgrind: LD_PRELOAD,
+# LD_LIBRARY_PATH, GLIBCXX_FORCE_NEW, GLIBCPP_FORCE_NEW, PWD; memtally:
+# LD_PRELOAD), and programs allocate by the size of their environment: glibc's
+# setenv() grows a copy of environ, python copies it into a dict.  So each run
+# also gets the variables that only the other tool adds, with that tool's
+# values: the program sees the same names under both.
+only_in() { # ENV_A ENV_B: the variables of listing A that B lacks
+    while IFS= read -r v; do grep -q "^${v%%=*}=" "$2" || echo "$v"; done <"$1"
 }
+env -i $BASE_ENV valgrind -q /usr/bin/env >env.vg || fail "valgrind env failed"
+env -i $BASE_ENV "$MEMTALLY_BIN" record -q -o env.mtly -- /usr/bin/env >env.mt ||
+    fail "memtally record env failed"
+for_mt=$(only_in env.vg env.mt); for_vg=$(only_in env.mt env.vg)
+printf '%s\n' "$for_mt" "$for_vg" | grep -q '[[:space:]]' &&
+    fail "a variable added by a tool has a space: $for_mt $for_vg"
 # vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
 vg_totals() {
     sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
 }
-VG="valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+VG="env -i $BASE_ENV $for_vg valgrind --run-libc-freeres=no --run-cxx-freeres=no"
+MT="env -i $BASE_ENV $for_mt $MEMTALLY_BIN record -q"
+run_sqlite() { # RUNNER...
+    rm -f t.db t.db-journal
+    "$@" /usr/bin/sqlite3 -batch t.db <script.sql
+}
 
 run_sqlite $VG --log-file=vg1.log >out.vg || fail "sqlite3 under valgrind failed"
 run_sqlite $VG --log-file=vg2.log >/dev/null || fail "sqlite3 under valgrind failed"
@@ -43,14 +60,13 @@ truth=$(vg_totals vg1.log)
 [ -n "$truth" ] || fail "no heap summary in valgrind's log: $(cat vg1.log)"
 [ "$truth" = "$(vg_totals vg2.log)" ] ||
     fail "sqlite3 is not deterministic under valgrind: $truth vs $(vg_totals vg2.log)"
-printf '3000|145275.0\nname12\nname120\nname1200\n1.5|31\n2.5|31\n2000|name999\n' >expected
 cmp -s expected out.vg || fail "unexpected output under valgrind: $(cat out.vg)"
 
-run_sqlite "$MEMTALLY" record -q -o sqlite3.mtly -- >out.mt || fail "memtally record failed"
+run_sqlite $MT -o sqlite3.mtly -- >out.mt || fail "memtally record failed"
 cmp -s expected out.mt || fail "unexpected output under memtally: $(cat out.mt)"
 
 set -- $truth
-"$MEMTALLY" info --json sqlite3.mtly >info.json || fail "memtally info failed"
+"$MEMTALLY_BIN" info --json sqlite3.mtly >info.json || fail "memtally info failed"
 expect_eq "sqlite3 allocations (valgrind: $1)" "$1" "$(jq -r .allocations info.json)"
 expect_eq "sqlite3 frees (valgrind: $2)" "$2" "$(jq -r .frees info.json)"
 expect_eq "sqlite3 bytes_allocated (valgrind: $3)" "$3" "$(jq -r .bytes_allocated info.json)"

@@ -26,7 +26,7 @@ int main(void)
 C
 gcc -O2 -g -fomit-frame-pointer -o chain chain.c || fail "cannot build the test program"
 record t.mtly ./chain || fail "record failed"
-"$MEMTALLY" dump --stacks t.mtly > dump.txt || fail "dump failed"
+"$MEMTALLY_BIN" dump --stacks t.mtly > dump.txt || fail "dump failed"
 
 # frames_of SIZE: the functions of the stack of the allocation of SIZE bytes
 # that lie in ./chain, innermost first, one per line.

@@ -1,6 +1,7 @@
-/* damage_source: a trace with many blocks for the damaged-trace tests.  25
- * rounds, 12 ms apart (about 0.3 s), each making 4000 allocations from
- * three different call paths, and freeing them all but the last 100 of the
+/* damage_source: a trace with many blocks for the damaged-trace tests.  40
+ * rounds, 40 ms apart (about 1.6 s: the recorder closes a block at least
+ * every 250 ms, so about 7 blocks), each making 2500 allocations from three
+ * different call paths and freeing them, all but the last 100 of the
  * program.
  *
  * Truth (from the code):
@@ -12,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ROUNDS 25
-#define PER_ROUND 4000
+#define ROUNDS 40
+#define PER_ROUND 2500
 #define KEEP 100
 
 static void die(const char *s) { (void)!write(2, s, strlen(s)); _exit(1); }
@@ -49,7 +50,7 @@ int main(void)
             if (last && j >= PER_ROUND - KEEP) kept[j - (PER_ROUND - KEEP)] = round[j];
             else free(round[j]);
         }
-        usleep(12000);
+        usleep(40000);
     }
     (void)!write(1, "damage ok\n", 10);
     return kept[0] == NULL;
