@@ -93,6 +93,7 @@ check: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh
+	@sh bench/analyze.sh
 
 PREFIX ?= /usr/local
 install: all

@@ -4,7 +4,8 @@
 # test failed.
 #   tests/run.sh [PATTERN]   only the tests whose name contains PATTERN
 # A test is a unit test binary (build/tests/unit/*) or an integration script
-# (tests/integration/*.sh); it passes with exit 0, is skipped with exit 77.
+# (tests/integration/test_*.sh); it passes with exit 0, is skipped with
+# exit 77.
 cd "$(dirname "$0")/.." || exit 1
 export MEMTALLY_ROOT="$PWD"
 export MEMTALLY_BIN="$PWD/build/memtally"
@@ -37,7 +38,7 @@ run_one() { # name command...
 for t in build/tests/unit/*; do
     [ -x "$t" ] && run_one "unit/$(basename "$t")" "$PWD/$t"
 done
-for t in tests/integration/*.sh; do
+for t in tests/integration/test_*.sh; do
     [ -f "$t" ] && run_one "integration/$(basename "$t" .sh)" sh "$PWD/$t"
 done
 

@@ -22,6 +22,8 @@ struct scan {
     size_t bits_cap;
     int pass;          /* 1: deciding (no callbacks), 2 or single: reporting */
     int two_pass;
+    int at_alloc;      /* blocks reported at their allocation (alloc_only) */
+    int alloc_filters; /* any condition to check at allocation */
 };
 
 static uint32_t tid_of(const struct mtl_reader *r, uint32_t thread)
@@ -117,13 +119,24 @@ static int one_pass(struct scan *s)
                 .weight_count = ev.weight_count, .weight_bytes = ev.weight_bytes,
             };
             s->allocations++;
-            int passes = mtl_filter_at_alloc(s->f, ev.size, tid_of(s->r, ev.thread),
+            int passes = !s->alloc_filters ||
+                         mtl_filter_at_alloc(s->f, ev.size, tid_of(s->r, ev.thread),
                                              ev.thread, ev.time_us);
             if (passes) {
                 int p = mtl_view_passes(s->v, ev.stack);
                 if (p < 0)
                     return p;
                 passes = p;
+            }
+            if (s->at_alloc) {
+                s->seq++;
+                if (!passes)
+                    continue;
+                struct mtl_block b;
+                fill_block(s, &b, ev.ptr, &v, MTL_NEVER);
+                if ((rc = s->ops->block(s->arg, &b)) != 0)
+                    return -1;
+                continue;
             }
             /* Only blocks that may pass are followed; the others' frees
              * then look like frees of unknown blocks, which is all they
@@ -145,6 +158,8 @@ static int one_pass(struct scan *s)
                 if ((rc = s->ops->event(s->arg, &ev, &b, passes)) != 0)
                     return -1;
             }
+            s->seq++;
+        } else if (ev.type == MTL_EV_FREE && s->at_alloc) {
             s->seq++;
         } else if (ev.type == MTL_EV_FREE) {
             struct mtl_ptrmap_val v;
@@ -187,6 +202,9 @@ int mtl_scan(const char *path, struct mtl_reader *r, struct mtl_view *v,
     struct scan s = { .f = f, .v = v, .r = r, .ops = ops, .arg = arg };
     s.two_pass = ops->event && !mtl_filter_decidable_at_alloc(f);
     s.pass = s.two_pass ? 1 : 0;
+    s.at_alloc = ops->alloc_only && ops->block && !ops->event &&
+                 mtl_filter_decidable_at_alloc(f);
+    s.alloc_filters = f->size.set || f->allocated.set || f->thread_set;
     /* end_us is needed by --lifetime for blocks never freed, before the
      * end is reached: the duration is known only at the end, so those are
      * settled after the loop (report_remaining). */

@@ -42,6 +42,11 @@ struct mtl_scan_ops {
                  const struct mtl_block *b, int passes);
     /* Optional: progress, fraction done in [0, 1]. */
     void (*progress)(void *arg, double done);
+    /* Set when ops->block needs nothing known only at a block's free
+     * (free_us, free_seq, temporary): then, if the filters need nothing of
+     * the kind either, blocks are reported at their allocation and frees
+     * are not followed at all, which is much faster. */
+    int alloc_only;
 };
 
 struct mtl_scan_result {

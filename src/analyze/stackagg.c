@@ -30,6 +30,7 @@ static int grow(struct mtl_stackagg *a)
     free(a->e);
     a->e = e;
     a->cap = cap;
+    a->last = NULL;
     return 0;
 }
 
@@ -38,6 +39,14 @@ int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
 {
     if (!a->per_thread)
         thread = 0;
+    /* Runs of the same stack are common: try the last entry first. */
+    struct mtl_stackagg_entry *last = a->last;
+    if (last && last->thread == thread && last->stack == stack) {
+        last->calls += calls;
+        last->bytes += bytes;
+        last->extra += extra;
+        return 0;
+    }
     if ((a->count + 1) * 2 > a->cap && grow(a) < 0)
         return MTL_ENOMEM;
     size_t mask = a->cap - 1, i = slot_of(thread, stack, mask);
@@ -46,11 +55,13 @@ int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
             a->e[i].calls += calls;
             a->e[i].bytes += bytes;
             a->e[i].extra += extra;
+            a->last = &a->e[i];
             return 0;
         }
     }
     a->e[i] = (struct mtl_stackagg_entry){ thread, stack, calls, bytes, extra };
     a->count++;
+    a->last = &a->e[i];
     return 0;
 }
 
@@ -67,5 +78,6 @@ void mtl_stackagg_release(struct mtl_stackagg *a)
 {
     free(a->e);
     a->e = NULL;
+    a->last = NULL;
     a->cap = a->count = 0;
 }

@@ -19,6 +19,7 @@ struct mtl_stackagg {
     struct mtl_stackagg_entry *e; /* open addressing; calls < 0: empty */
     size_t cap, count;
     int per_thread;               /* 0: thread is always 0 */
+    struct mtl_stackagg_entry *last; /* the entry added to last */
 };
 
 /* Adds to (thread, stack).  Returns 0 or MTL_ENOMEM. */

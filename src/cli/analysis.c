@@ -125,6 +125,7 @@ int analysis_scan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
         .block = pass_block,
         .event = ops->event ? pass_event : NULL,
         .progress = isatty(2) ? show_progress : NULL,
+        .alloc_only = ops->alloc_only,
     };
     const char *path = a->path;
     int rc = mtl_scan(path, a->r, a->v, &a->filter, &wrapped, &p, res);
@@ -135,9 +136,16 @@ int analysis_scan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
         return 1;
     }
     if (rc >= 0 && a->noted)
-        return 0; /* a second pass: the note was given */
+        return 0; /* a second pass: the notes were given */
     a->noted = 1;
-    return cli_finish_trace(a->r, path, rc);
+    int bad = cli_finish_trace(a->r, path, rc);
+    if (!bad && !a->json && analysis_estimated(a)) {
+        char rate[32];
+        printf("(a sampled trace, one sample per %s on average: calls and bytes are "
+               "estimates)\n\n",
+               human_bytes(rate, sizeof rate, (double)mtl_reader_info(a->r)->sample_rate));
+    }
+    return bad;
 }
 
 int analysis_rescan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
@@ -166,6 +174,8 @@ void json_number(FILE *f, double v)
 {
     if (v == floor(v) && fabs(v) < 9e15)
         fprintf(f, "%.0f", v);
+    else if (fabs(v) >= 1e5)
+        fprintf(f, "%.0f", v); /* an estimate: a whole number says enough */
     else
         fprintf(f, "%.6g", v);
 }
@@ -283,4 +293,16 @@ int parse_top(const char *cmd, int argc, char **argv, int *i, size_t *top)
     *top = (size_t)n;
     (*i)++;
     return 1;
+}
+
+int analysis_estimated(const struct analysis *a)
+{
+    return a->r && mtl_reader_info(a->r)->mode == MTL_MODE_SAMPLED;
+}
+
+void json_estimated(const struct analysis *a)
+{
+    if (analysis_estimated(a))
+        printf("\"estimated\": true, \"sample_rate\": %llu, ",
+               (unsigned long long)mtl_reader_info(a->r)->sample_rate);
 }

@@ -51,6 +51,12 @@ int analysis_rescan(struct analysis *a, const struct mtl_scan_ops *ops, void *ar
 
 void analysis_close(struct analysis *a);
 
+/* 1 when the trace is sampled: figures are estimates.  Text output gets a
+ * note from analysis_scan; JSON objects start with json_estimated's
+ * "estimated": true, "sample_rate": N (nothing for full traces). */
+int analysis_estimated(const struct analysis *a);
+void json_estimated(const struct analysis *a);
+
 /* Helpers for output. */
 void json_row_location(FILE *f, const struct mtl_row *row);
 void json_number(FILE *f, double v);      /* integral values without ".0" */

@@ -223,7 +223,9 @@ int cmd_diff(int argc, char **argv)
         qsort(d.rows, d.n, sizeof *d.rows, by_change);
         size_t n = d.top && d.top < d.n ? d.top : d.n;
         if (a.json) {
-            printf("{\"rows\": [");
+            printf("{");
+                json_estimated(&a);
+                printf("\"rows\": [");
             for (size_t i = 0; i < n; i++) {
                 printf("%s{\"function\": ", i ? ", " : "");
                 json_string(stdout, d.rows[i].function);

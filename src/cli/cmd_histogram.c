@@ -46,7 +46,7 @@ int cmd_histogram(int argc, char **argv)
         return code;
     if (analysis_open(&a, NULL))
         return 1;
-    struct mtl_scan_ops ops = { .block = on_block };
+    struct mtl_scan_ops ops = { .block = on_block, .alloc_only = 1 };
     int bad = analysis_scan(&a, &ops, &h, NULL);
     if (!bad) {
         double most = 0;
@@ -54,7 +54,9 @@ int cmd_histogram(int argc, char **argv)
             if (h.calls[k] > most)
                 most = h.calls[k];
         if (a.json) {
-            printf("{\"calls\": ");
+            printf("{");
+            json_estimated(&a);
+            printf("\"calls\": ");
             json_number(stdout, h.total_calls);
             printf(", \"bytes\": ");
             json_number(stdout, h.total_bytes);

@@ -192,7 +192,9 @@ int cmd_leaks(int argc, char **argv)
     }
     size_t n = l.top && l.top < rows.n ? l.top : rows.n;
     if (!bad && a.json) {
-        printf("{\"leaked_bytes\": ");
+        printf("{");
+        json_estimated(&a);
+        printf("\"leaked_bytes\": ");
         json_number(stdout, rows.bytes);
         printf(", \"leaked_blocks\": ");
         json_number(stdout, rows.calls);

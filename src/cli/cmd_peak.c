@@ -86,7 +86,9 @@ int cmd_peak(int argc, char **argv)
     if (!bad) {
         mtl_rows_sort(&rows, a.r, MTL_SORT_BYTES, 1);
         if (a.json) {
-            printf("{\"peak_bytes\": ");
+            printf("{");
+            json_estimated(&a);
+            printf("\"peak_bytes\": ");
             json_number(stdout, p.peak);
             printf(", \"peak_time_us\": %llu, \"blocks\": ", (unsigned long long)p.peak_us);
             json_number(stdout, rows.calls);

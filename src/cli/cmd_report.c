@@ -213,7 +213,7 @@ int cmd_report(int argc, char **argv)
     if (analysis_open(&a, NULL))
         return 1;
     o.agg.per_thread = 1;
-    struct mtl_scan_ops ops = { .block = add_block };
+    struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
     struct mtl_scan_result res;
     if (analysis_scan(&a, &ops, &o, &res)) {
         analysis_close(&a);
@@ -227,8 +227,11 @@ int cmd_report(int argc, char **argv)
     }
     int per_thread = !o.total_only && o.by != MTL_BY_THREAD;
     uint32_t nthreads = mtl_reader_thread_count(a.r);
-    if (a.json)
-        fputs("{\"total\": {\"bytes\": ", stdout);
+    if (a.json) {
+        fputs("{", stdout);
+        json_estimated(&a);
+        fputs("\"total\": {\"bytes\": ", stdout);
+    }
     for (uint32_t t = 0; per_thread && !a.json && t < nthreads && !bad; t++) {
         struct mtl_rows rows;
         if ((bad = fold(&a, &o, t, &rows)))

@@ -212,7 +212,7 @@ int cmd_stacks(int argc, char **argv)
     }
     if (analysis_open(&a, NULL))
         return 1;
-    struct mtl_scan_ops ops = { .block = on_block };
+    struct mtl_scan_ops ops = { .block = on_block, .alloc_only = 1 };
     int bad = analysis_scan(&a, &ops, &s, NULL);
     if (!bad) {
         mtl_stackagg_each(&s.agg, cut_entry, &s);
@@ -225,7 +225,9 @@ int cmd_stacks(int argc, char **argv)
         qsort(s.groups, s.ngroups, sizeof *s.groups, by_count);
         size_t shown = 0;
         if (a.json) {
-            printf("{\"target\": ");
+            printf("{");
+            json_estimated(&a);
+            printf("\"target\": ");
             json_string(stdout, s.target);
             printf(", \"depth\": %ld, \"blocks\": ", s.depth);
             json_number(stdout, s.blocks);

@@ -109,7 +109,9 @@ int cmd_temporary(int argc, char **argv)
         qsort(rows.row, rows.n, sizeof *rows.row, by_temporary);
         size_t n = t.top && t.top < rows.n ? t.top : rows.n;
         if (a.json) {
-            printf("{\"temporary_calls\": ");
+            printf("{");
+            json_estimated(&a);
+            printf("\"temporary_calls\": ");
             json_number(stdout, t.temp_calls);
             printf(", \"calls\": ");
             json_number(stdout, rows.calls);

@@ -178,7 +178,9 @@ int cmd_timeline(int argc, char **argv)
             p[k].rss = rss;
         }
         if (a.json) {
-            printf("{\"points\": [");
+            printf("{");
+            json_estimated(&a);
+            printf("\"points\": [");
             for (long i = 0; i < n; i++) {
                 printf("%s{\"time_us\": %llu, \"live_bytes\": ", i ? ", " : "",
                        (unsigned long long)p[i].time_us);

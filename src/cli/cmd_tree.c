@@ -308,7 +308,7 @@ int cmd_tree(int argc, char **argv)
     t.nodes = calloc(1024, sizeof *t.nodes);
     t.cap = 1024;
     t.n = 1;
-    struct mtl_scan_ops ops = { .block = on_block };
+    struct mtl_scan_ops ops = { .block = on_block, .alloc_only = 1 };
     int bad = !t.nodes || analysis_scan(&a, &ops, &t, NULL);
     if (!bad) {
         mtl_stackagg_each(&t.agg, insert, &t);
@@ -320,7 +320,9 @@ int cmd_tree(int argc, char **argv)
     if (!bad) {
         double min_bytes = t.nodes[0].bytes * t.min_percent / 100.0;
         if (a.json) {
-            fputs("{\"root\": ", stdout);
+            fputs("{", stdout);
+            json_estimated(&a);
+            fputs("\"root\": ", stdout);
             print_json(&t, 0, min_bytes);
             fputs("}\n", stdout);
         } else {

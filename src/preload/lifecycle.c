@@ -103,12 +103,13 @@ void mtl__init(void)
     }
     mtl__pl.ready = 1;
     requested = getenv("MEMTALLY_PATTERN") || getenv("MEMTALLY_OUTPUT") || preloaded();
-    if (!requested || mtl__pl.opt.idle)
+    if (!requested)
         goto out;
     /* The writer thread starts in our constructor: threads are best not
-     * made this early, inside whatever allocated first. */
+     * made this early, inside whatever allocated first.  --idle opens the
+     * trace but records nothing until `memtally ctl PID start`. */
     if (mtl__begin_trace(NULL, 0) == 0)
-        atomic_store(&mtl__pl.state, MTL_RECORDING);
+        atomic_store(&mtl__pl.state, mtl__pl.opt.idle ? MTL_PAUSED : MTL_RECORDING);
 out:
     errno = saved;
     tls->in_hook--;
@@ -200,6 +201,7 @@ void mtl__before_exit_now(void)
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 5000);
     atomic_store(&mtl__pl.state, MTL_FINISHED);
+    mtl__control_stop();
 }
 
 /* --- fatal signals ----------------------------------------------------- */
@@ -217,6 +219,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
         mtl__writer_finish(MTL_END_SIGNAL, sig, 3000);
         atomic_store(&mtl__pl.state, MTL_FINISHED);
     }
+    mtl__control_stop(); /* recording or not, the socket goes */
     /* SA_RESETHAND restored the default action.  A fault raised by an
      * instruction happens again on return; a sent signal is sent again
      * and delivered when the handler returns. */
@@ -303,7 +306,8 @@ __attribute__((constructor)) static void memtally_constructor(void)
     tidy_environment();
     if (mtl__pl.ready)
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-    if (atomic_load(&mtl__pl.state) == MTL_RECORDING) {
+    int st = atomic_load(&mtl__pl.state);
+    if (st == MTL_RECORDING || st == MTL_PAUSED) {
         if (mtl__writer_start() < 0)
             mtl__say("cannot start the writer thread; events are written at exit");
         mtl__install_signal_handlers();
@@ -316,11 +320,11 @@ __attribute__((constructor)) static void memtally_constructor(void)
 
 __attribute__((destructor)) static void memtally_destructor(void)
 {
+    mtl__control_stop();
     if (!ours())
         return;
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
     atomic_store(&mtl__pl.state, MTL_FINISHED);
-    mtl__control_stop();
     mtl__tls.in_hook--;
 }

@@ -47,9 +47,13 @@ static inline size_t key_slot(uint64_t p, size_t mask)
 static int64_t next_gap(struct mtl__tls *tls, uint64_t rate)
 {
     if (!tls->rng) {
+        /* With a seed (MEMTALLY_SEED), threads draw in the order they
+         * first allocate: runs of the same program repeat exactly. */
+        static atomic_uint threads_seeded;
+        uint64_t n = atomic_fetch_add(&threads_seeded, 1) + 1;
         uint64_t seed = mtl__pl.opt.seed ? mtl__pl.opt.seed
-                                         : mtl__monotonic_ns() ^ (uint64_t)(uintptr_t)tls;
-        tls->rng = (seed ^ ((uint64_t)mtl__gettid() * 0x9e3779b97f4a7c15ull)) | 1;
+                                         : mtl__monotonic_ns() ^ (uint64_t)mtl__gettid();
+        tls->rng = (seed ^ (n * 0x9e3779b97f4a7c15ull)) | 1;
     }
     /* xorshift64*, then a uniform in (0, 1] from its top 53 bits */
     tls->rng ^= tls->rng >> 12;

@@ -75,6 +75,7 @@ static struct {
     dev_t dev;                 /* the trace file's identity, to notice */
     ino_t ino;                 /* the program closing our descriptor */
     unsigned rounds;
+    uint64_t block_seq;        /* the next block's number in the file */
     struct mtl__counts counts;
     int failed;                /* a write failed: recording stopped */
 } w = {
@@ -118,8 +119,9 @@ static void flush_block(void)
     mtl__put_u32le(w.out, MTL_BLOCK_MAGIC);
     mtl__put_u32le(w.out + 4, (uint32_t)c);
     mtl__put_u32le(w.out + 8, (uint32_t)raw);
-    mtl__put_u32le(w.out + 12, mtl__block_check((uint32_t)c, (uint32_t)raw));
+    mtl__put_u32le(w.out + 12, mtl__block_check((uint32_t)c, (uint32_t)raw, w.block_seq));
     int rc = mtl__write_all(mtl__pl.fd, w.out, MTL_BLOCK_HEADER_SIZE + c);
+    w.block_seq++;
     if (rc < 0) {
         mtl__say("cannot write %s: %s; recording stopped", mtl__pl.opt.output,
                  strerror(-rc));
@@ -261,7 +263,8 @@ static int open_output(const char *path, int clobber)
     mtl__fmt(base, sizeof base, "%s", path);
     if (clobber) {
         mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
-        int fd = open(base, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        /* Read and write: a dump copies what was written so far. */
+        int fd = open(base, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         return fd < 0 ? -errno : fd;
     }
     for (int i = 0; i < 1000; i++) {
@@ -271,7 +274,7 @@ static int open_output(const char *path, int clobber)
             mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s.%d",
                      base, i);
         int fd = open(mtl__pl.opt.output,
-                      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0 || errno != EEXIST)
             return fd < 0 ? -errno : fd;
     }
@@ -306,6 +309,7 @@ static int start_file(const char *path, int clobber)
         return -1;
     memset(w.used, 0, sizeof w.used);
     w.total = 0;
+    w.block_seq = 0;
     memset(w.seen, 0, sizeof w.seen);
     w.ptr_seq = 0;
     w.last_us = w.last_ptr = 0;
@@ -699,7 +703,7 @@ int mtl__writer_dump(const char *path)
     }
     /* ...and an END block of its own, written to the copy only: the
      * decoder state of the original goes on as if it never was. */
-    uint64_t last_us = w.last_us;
+    uint64_t last_us = w.last_us, block_seq = w.block_seq;
     int fd = mtl__pl.fd;
     reserve(32);
     put_byte(MTL_S_MAIN, MTL_REC_END);
@@ -719,6 +723,7 @@ int mtl__writer_dump(const char *path)
     w.dev = dev;
     w.ino = ino;
     w.last_us = last_us;
+    w.block_seq = block_seq;
     if (w.failed)
         rc = -EIO;
 out:

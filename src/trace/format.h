@@ -63,10 +63,13 @@ enum mtl__end_reason {
     MTL_END_STOP = 3,
 };
 
-/* The check word of a block header. */
-static inline uint32_t mtl__block_check(uint32_t csize, uint32_t rsize)
+/* The check word of a block header: it covers the sizes and the block's
+ * number in the file (from 0), so that a block duplicated, dropped or
+ * moved is found out. */
+static inline uint32_t mtl__block_check(uint32_t csize, uint32_t rsize, uint64_t seq)
 {
-    uint32_t h = MTL_BLOCK_MAGIC ^ (csize * 0x9e3779b1u) ^ (rsize * 0x85ebca77u);
+    uint32_t h = MTL_BLOCK_MAGIC ^ (csize * 0x9e3779b1u) ^ (rsize * 0x85ebca77u) ^
+                 ((uint32_t)seq * 0xc2b2ae3du) ^ (uint32_t)(seq >> 32);
     return h ^ (h >> 15);
 }
 

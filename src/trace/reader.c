@@ -161,7 +161,7 @@ static int next_block(struct mtl_reader *r)
         return partial_block(r, start);
     uint32_t csize = mtl__get_u32le(h + 4), rsize = mtl__get_u32le(h + 8);
     if (mtl__get_u32le(h) != MTL_BLOCK_MAGIC ||
-        mtl__get_u32le(h + 12) != mtl__block_check(csize, rsize) ||
+        mtl__get_u32le(h + 12) != mtl__block_check(csize, rsize, r->blocks) ||
         rsize > MTL_BLOCK_MAX_RAW || csize > ZSTD_compressBound(MTL_BLOCK_MAX_RAW))
         return MTL_ECORRUPT;
     if (csize > r->cbuf_cap) {
@@ -447,7 +447,9 @@ static int read_stack_nodes(struct mtl_reader *r)
 
 static int thread_slot(struct mtl_reader *r, uint64_t index)
 {
-    if (index >= MAX_THREADS)
+    /* Indices may skip (threads of an earlier trace of the process), but
+     * not by much: a wild one is damage, not a million threads. */
+    if (index >= MAX_THREADS || index > (uint64_t)r->nthreads + 4096)
         return MTL_ECORRUPT;
     if (index >= r->nthreads) {
         if (grow((void **)&r->threads, &r->threads_cap, (uint32_t)index + 1,
@@ -497,7 +499,9 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
     uint8_t type = *r->sp[MTL_S_MAIN]++;
     uint64_t v, v2;
     int rc;
-    memset(ev, 0, sizeof *ev);
+    /* The hot records fill every field themselves; the rest start clean. */
+    if (type != MTL_REC_ALLOC && type != MTL_REC_FREE)
+        memset(ev, 0, sizeof *ev);
     if (type != MTL_REC_END && r->info.complete)
         r->info.complete = 0; /* records after END: exec failed, went on */
     switch (type) {
@@ -600,6 +604,7 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         ev->size = size;
         ev->stack = (uint32_t)stack;
         ev->tag = (uint32_t)tag;
+        ev->module = 0;
         if (r->info.mode == MTL_MODE_SAMPLED && r->info.sample_rate && size) {
             /* Sampled with probability 1 - exp(-size/R): its inverse is
              * the unbiased weight (docs/FORMAT.md). */
@@ -617,6 +622,9 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
             return rc;
         ev->type = MTL_EV_FREE;
         ev->thread = r->cur_thread;
+        ev->size = 0;
+        ev->stack = ev->tag = ev->module = 0;
+        ev->weight_count = ev->weight_bytes = 0;
         return 1;
     case MTL_REC_RSS:
         if ((rc = advance_time(r, ev)) < 0)

@@ -178,6 +178,7 @@ static uint8_t *fuzz_wrap(const uint8_t *data, size_t size, size_t *out_len)
     mtl__put_u32le(h + 4, 0);
     fuzz_append(&out, &len, h, 8);
     const uint8_t *p = data, *end = data + size;
+    uint64_t seq = 0;
     while (p <= end) {
         const uint8_t *q = p;
         while (q + 4 <= end && memcmp(q, FUZZ_SEPARATOR, 4) != 0)
@@ -201,7 +202,7 @@ static uint8_t *fuzz_wrap(const uint8_t *data, size_t size, size_t *out_len)
         mtl__put_u32le(h, MTL_BLOCK_MAGIC);
         mtl__put_u32le(h + 4, (uint32_t)c);
         mtl__put_u32le(h + 8, (uint32_t)raw);
-        mtl__put_u32le(h + 12, mtl__block_check((uint32_t)c, (uint32_t)raw));
+        mtl__put_u32le(h + 12, mtl__block_check((uint32_t)c, (uint32_t)raw, seq++));
         fuzz_append(&out, &len, h, sizeof h);
         fuzz_append(&out, &len, frame, c);
         if (q == end)

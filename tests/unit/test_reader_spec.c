@@ -64,9 +64,11 @@ static size_t payload(const struct buf *b, uint8_t *out)
 }
 
 static char path[] = "/tmp/memtally-unit-XXXXXX";
+static uint64_t block_seq; /* the next block's number in the file */
 
 static void file_header(FILE *f, uint32_t version, uint32_t flags)
 {
+    block_seq = 0;
     uint8_t h[16];
     memcpy(h, "MEMTALLY", 8);
     mtl__put_u32le(h + 8, version);
@@ -87,7 +89,8 @@ static void block(FILE *f, const struct buf *b, int break_check)
     mtl__put_u32le(h, MTL_BLOCK_MAGIC);
     mtl__put_u32le(h + 4, (uint32_t)n);
     mtl__put_u32le(h + 8, (uint32_t)u);
-    mtl__put_u32le(h + 12, mtl__block_check((uint32_t)n, (uint32_t)u) ^ (uint32_t)break_check);
+    mtl__put_u32le(h + 12, mtl__block_check((uint32_t)n, (uint32_t)u, block_seq++) ^
+                               (uint32_t)break_check);
     fwrite(h, 1, 16, f);
     fwrite(c, 1, n, f);
 }
@@ -292,6 +295,16 @@ static void test_damage(void)
     file_header(fp, 1, 0);
     fclose(fp);
     expect_open_error(MTL_ECORRUPT); /* no header record at all */
+
+    /* A block written twice: its number no longer matches its place. */
+    fp = fopen(path, "wb");
+    file_header(fp, 1, 0);
+    block(fp, &b1, 0);
+    block(fp, &b2, 0);
+    block_seq--;
+    block(fp, &b2, 0);
+    fclose(fp);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
 
     /* A block whose check word is wrong, after a good one. */
     fp = fopen(path, "wb");
