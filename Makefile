@@ -94,6 +94,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh
 	@sh bench/analyze.sh
+	@sh bench/sampling.sh
 
 PREFIX ?= /usr/local
 install: all

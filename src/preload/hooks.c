@@ -124,11 +124,19 @@ HOOK_INLINE int recording(struct mtl__tls *tls)
 
 /* --- recording --------------------------------------------------------- */
 
+/* Whether to record this allocation, asked before it is made: recording,
+ * and in sampled mode, only when the countdown reaches its point, so that
+ * an unsampled call costs a subtraction and a branch and nothing else. */
+HOOK_INLINE int wanted(struct mtl__tls *tls, size_t size)
+{
+    if (!recording(tls))
+        return 0;
+    return !mtl__pl.opt.sample_rate || mtl__sample_hit(tls, size);
+}
+
 HOOK_INLINE void note_alloc(struct mtl__tls *tls, void *p, size_t size)
 {
-    /* Sampled mode: most allocations stop here, at the countdown. */
-    if (mtl__pl.opt.sample_rate &&
-        (!mtl__sample_hit(tls, size) || mtl__sampled_add((uint64_t)(uintptr_t)p) < 0))
+    if (mtl__pl.opt.sample_rate && mtl__sampled_add((uint64_t)(uintptr_t)p) < 0)
         return;
     int saved = errno;
     struct mtl__tstate *ts = mtl__thread_state();
@@ -149,7 +157,7 @@ EXPORT void *malloc(size_t size)
             return boot_alloc(size, 16);
     }
     struct mtl__tls *tls = &mtl__tls;
-    if (!recording(tls))
+    if (!wanted(tls, size))
         return real.malloc(size);
     tls->in_hook = 1;
     void *p = real.malloc(size);
@@ -171,12 +179,13 @@ EXPORT void *calloc(size_t n, size_t size)
         mtl__hooks_first_use();
     }
     struct mtl__tls *tls = &mtl__tls;
-    if (!recording(tls))
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total) || !wanted(tls, total))
         return real.calloc(n, size);
     tls->in_hook = 1;
     void *p = real.calloc(n, size);
     if (p)
-        note_alloc(tls, p, n * size);
+        note_alloc(tls, p, total);
     tls->in_hook = 0;
     return p;
 }
@@ -188,13 +197,15 @@ EXPORT void free(void *p)
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
         mtl__hooks_first_use();
     struct mtl__tls *tls = &mtl__tls;
-    if (!recording(tls)) {
+    /* Sampled mode records the frees of sampled blocks only, and the
+     * filter rules out most others with one load. */
+    if (!recording(tls) ||
+        (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p))) {
         real.free(p);
         return;
     }
     tls->in_hook = 1;
     int saved = errno;
-    /* Sampled mode records the frees of sampled blocks only. */
     if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
         mtl__record_free((uint64_t)(uintptr_t)p);
     errno = saved;
@@ -213,6 +224,12 @@ HOOK_INLINE void *realloc_common(void *p, size_t size, size_t nmemb, int array)
     size_t total = size;
     if (array && __builtin_mul_overflow(nmemb, size, &total))
         return real.reallocarray(p, nmemb, size); /* fails: counts nothing */
+    /* Sampled mode: neither an old block that may have been sampled nor a
+     * new one that is: nothing to do but count down. */
+    int hit = 0;
+    if (mtl__pl.opt.sample_rate && !(p && mtl__sampled_maybe((uint64_t)(uintptr_t)p)) &&
+        !(hit = mtl__sample_hit(tls, total)))
+        return array ? real.reallocarray(p, nmemb, size) : real.realloc(p, size);
     tls->in_hook = 1;
     /* In sampled mode only a sampled old block has a free to record; it
      * leaves the sampled set before the allocator can hand it out again. */
@@ -224,8 +241,9 @@ HOOK_INLINE void *realloc_common(void *p, size_t size, size_t nmemb, int array)
     int freed = old_known && (q != NULL || total == 0);
     if (sampled && old_known && !freed)
         mtl__sampled_add((uint64_t)(uintptr_t)p); /* it failed: p lives on */
-    int new_known = q && (!sampled || (mtl__sample_hit(tls, total) &&
-                                       mtl__sampled_add((uint64_t)(uintptr_t)q) == 0));
+    if (sampled && !hit && q && total)
+        hit = mtl__sample_hit(tls, total);
+    int new_known = q && (!sampled || (hit && mtl__sampled_add((uint64_t)(uintptr_t)q) == 0));
     struct mtl__tstate *ts = mtl__thread_state();
     uint32_t stack = (new_known && ts) ? mtl__capture_stack(ts, 0) : 0;
     if (old_known)
@@ -291,7 +309,7 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 /* The aligned family: the same pattern, the requested size recorded. */
 #define ALIGNED_HOOK(call, size)                                            \
     struct mtl__tls *tls = &mtl__tls;                                       \
-    if (!recording(tls))                                                    \
+    if (!wanted(tls, size))                                                 \
         return call;                                                        \
     tls->in_hook = 1;                                                       \
     void *p = call;                                                         \
@@ -336,7 +354,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
     ensure_resolved();
     struct mtl__tls *tls = &mtl__tls;
-    if (!recording(tls))
+    if (!wanted(tls, size))
         return real.posix_memalign(out, align, size);
     tls->in_hook = 1;
     int rc = real.posix_memalign(out, align, size);

@@ -207,8 +207,26 @@ void mtl__writer_exec_begin(void) MTL_HIDDEN;
 void mtl__writer_exec_end(void) MTL_HIDDEN;
 void mtl__writer_after_fork_child(void) MTL_HIDDEN;
 
-/* sampled.c: sampled mode. */
-int mtl__sample_hit(struct mtl__tls *tls, uint64_t size) MTL_HIDDEN;
+/* sampled.c: sampled mode.  The countdown and the free filter are inline:
+ * they are all an unsampled call costs. */
+int mtl__sample_slow(struct mtl__tls *tls, uint64_t size) MTL_HIDDEN;
+static inline int mtl__sample_hit(struct mtl__tls *tls, uint64_t size)
+{
+    tls->sample_left -= (int64_t)(size > INT64_MAX ? INT64_MAX : size);
+    if (MTL_LIKELY(tls->sample_left > 0))
+        return 0;
+    return mtl__sample_slow(tls, size);
+}
+#define MTL_FILTER_BITS 16
+extern _Atomic(uint8_t *) mtl__sample_filter MTL_HIDDEN;
+/* 0 when ptr was surely not sampled; 1 when it may have been. */
+static inline int mtl__sampled_maybe(uint64_t ptr)
+{
+    uint8_t *f = atomic_load_explicit(&mtl__sample_filter, memory_order_acquire);
+    return f && atomic_load_explicit((_Atomic uint8_t *)&f[(ptr * 0x9e3779b97f4a7c15ull) >>
+                                                          (64 - MTL_FILTER_BITS)],
+                                     memory_order_acquire);
+}
 int mtl__sampled_add(uint64_t ptr) MTL_HIDDEN;
 int mtl__sampled_take(uint64_t ptr) MTL_HIDDEN;  /* 1: it was sampled */
 void mtl__sampled_clear(void) MTL_HIDDEN;

@@ -22,11 +22,13 @@
 #include <math.h>
 #include <string.h>
 
-#define FILTER_BITS 16
+#define FILTER_BITS MTL_FILTER_BITS
+
+_Atomic(uint8_t *) mtl__sample_filter; /* 2^FILTER_BITS saturating counters */
 
 static struct {
     pthread_mutex_t mu;
-    _Atomic uint8_t *filter;   /* 2^FILTER_BITS saturating counters */
+    _Atomic uint8_t *filter;   /* the same, once made */
     uint64_t *keys;            /* open addressing, 0 empty, 1 deleted */
     size_t cap, count, used;   /* used counts deleted slots too */
 } sm = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -65,16 +67,18 @@ static int64_t next_gap(struct mtl__tls *tls, uint64_t rate)
     return gap > 4e18 ? INT64_MAX : (int64_t)gap + 1;
 }
 
-int mtl__sample_hit(struct mtl__tls *tls, uint64_t size)
+/* The countdown reached its point (mtl__sample_hit has subtracted size);
+ * or this thread has no countdown yet. */
+int mtl__sample_slow(struct mtl__tls *tls, uint64_t size)
 {
     uint64_t rate = mtl__pl.opt.sample_rate;
     if (MTL_UNLIKELY(!tls->sample_init)) {
-        tls->sample_left = next_gap(tls, rate);
         tls->sample_init = 1;
+        tls->sample_left = next_gap(tls, rate) -
+                           (int64_t)(size > INT64_MAX ? INT64_MAX : size);
+        if (tls->sample_left > 0)
+            return 0;
     }
-    tls->sample_left -= (int64_t)(size > INT64_MAX ? INT64_MAX : size);
-    if (MTL_LIKELY(tls->sample_left > 0))
-        return 0;
     tls->sample_left = next_gap(tls, rate);
     return 1;
 }
@@ -107,10 +111,13 @@ int mtl__sampled_add(uint64_t p)
         return -1;
     int rc = 0;
     pthread_mutex_lock(&sm.mu);
-    if (!sm.filter &&
-        !(sm.filter = mtl__pages_alloc((size_t)1 << FILTER_BITS))) {
-        rc = -1;
-        goto out;
+    if (!sm.filter) {
+        if (!(sm.filter = mtl__pages_alloc((size_t)1 << FILTER_BITS))) {
+            rc = -1;
+            goto out;
+        }
+        atomic_store_explicit(&mtl__sample_filter, (uint8_t *)sm.filter,
+                              memory_order_release);
     }
     if ((sm.used + 1) * 2 > sm.cap && grow_set() < 0) {
         rc = -1;
