@@ -10,8 +10,11 @@ echo
 echo "\$ memtally info $trace"
 build/memtally info "$trace"
 echo
-echo "\$ memtally dump --stacks $trace | head -n 40"
-build/memtally dump --stacks "$trace" | head -n 40
+echo "\$ memtally report --total $trace"
+build/memtally report --total "$trace"
+echo
+echo "\$ memtally dump --stacks $trace | head -n 30"
+build/memtally dump --stacks "$trace" | head -n 30
 echo
 echo "\$ build/examples/lifetimes $trace    (an example analysis on the reader library)"
 build/examples/lifetimes "$trace"
