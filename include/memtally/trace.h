@@ -146,6 +146,11 @@ int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev);
  * trace truncated, and a later call reads what was written since. */
 void mtl_reader_follow(struct mtl_reader *r, int on);
 
+/* For analyses that never match frees to allocations: ptr is left 0 in
+ * every event and the pointer fields are not decoded (faster).  Set it
+ * before the first mtl_reader_next. */
+void mtl_reader_skip_pointers(struct mtl_reader *r, int skip);
+
 const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r);
 
 /* Number of whole blocks read so far: useful in messages about damage. */

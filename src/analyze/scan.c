@@ -205,6 +205,8 @@ int mtl_scan(const char *path, struct mtl_reader *r, struct mtl_view *v,
     s.at_alloc = ops->alloc_only && ops->block && !ops->event &&
                  mtl_filter_decidable_at_alloc(f);
     s.alloc_filters = f->size.set || f->allocated.set || f->thread_set;
+    if (s.at_alloc)
+        mtl_reader_skip_pointers(r, 1); /* nothing is matched by address */
     /* end_us is needed by --lifetime for blocks never freed, before the
      * end is reached: the duration is known only at the end, so those are
      * settled after the loop (report_remaining). */

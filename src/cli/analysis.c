@@ -270,20 +270,40 @@ void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
         printf("... %zu more\n", rows->n - n);
 }
 
+int option_value(const char *cmd, int argc, char **argv, int *i,
+                 const char *const *names, size_t n, size_t *which, const char **val)
+{
+    const char *arg = argv[*i];
+    for (size_t k = 0; k < n; k++) {
+        size_t len = strlen(names[k]);
+        if (strncmp(arg, names[k], len) != 0)
+            continue;
+        if (arg[len] == '=') {
+            *val = arg + len + 1;
+        } else if (arg[len] == '\0') {
+            if (*i + 1 >= argc) {
+                cli_error("%s: %s needs a value", cmd, names[k]);
+                return -1;
+            }
+            *val = argv[++*i];
+        } else {
+            continue;
+        }
+        (*i)++;
+        *which = k;
+        return 1;
+    }
+    return 0;
+}
+
 int parse_top(const char *cmd, int argc, char **argv, int *i, size_t *top)
 {
-    const char *s = argv[*i], *val;
-    if (!strcmp(s, "--top")) {
-        if (*i + 1 >= argc) {
-            cli_error("%s: --top needs a number", cmd);
-            return -1;
-        }
-        val = argv[++*i];
-    } else if (!strncmp(s, "--top=", 6)) {
-        val = s + 6;
-    } else {
-        return 0;
-    }
+    static const char *const names[] = { "--top" };
+    const char *val;
+    size_t which;
+    int rc = option_value(cmd, argc, argv, i, names, 1, &which, &val);
+    if (rc <= 0)
+        return rc;
     char *end;
     long n = strtol(val, &end, 10);
     if (!*val || *end || n < 1) {
@@ -291,7 +311,6 @@ int parse_top(const char *cmd, int argc, char **argv, int *i, size_t *top)
         return -1;
     }
     *top = (size_t)n;
-    (*i)++;
     return 1;
 }
 

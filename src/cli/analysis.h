@@ -70,6 +70,13 @@ void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
                       size_t top, const char *key_header, const char *calls_header,
                       int with_extra, const char *extra_header);
 
+/* If argv[*i] is one of the n options names, as "--name VALUE" or
+ * "--name=VALUE": sets *which to its index and *val, advances *i past it,
+ * returns 1.  Returns 0 when it is none of them, -1 (after saying so)
+ * when its value is missing. */
+int option_value(const char *cmd, int argc, char **argv, int *i,
+                 const char *const *names, size_t n, size_t *which, const char **val);
+
 /* --top N, for the commands that take it (see analysis_opt_fn). */
 int parse_top(const char *cmd, int argc, char **argv, int *i, size_t *top);
 

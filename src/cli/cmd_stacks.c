@@ -62,27 +62,21 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
 {
     struct stacks *s = ctx;
     static const char *const names[] = { "--target", "--depth", "--min-count" };
-    const char *arg = argv[*i];
-    for (size_t k = 0; k < 3; k++) {
-        size_t len = strlen(names[k]);
-        const char *val;
-        if (!strncmp(arg, names[k], len) && arg[len] == '=')
-            val = arg + len + 1;
-        else if (!strcmp(arg, names[k]) && *i + 1 < argc)
-            val = argv[++*i];
-        else if (!strcmp(arg, names[k])) {
-            cli_error("stacks: %s needs a value", names[k]);
-            return -1;
-        } else
-            continue;
-        (*i)++;
-        if (k == 0) {
-            s->target = val;
-            return *val ? 1 : (cli_error("stacks: empty --target"), -1);
-        }
-        return parse_long(names[k], val, 1, k == 1 ? &s->depth : &s->min_count) < 0 ? -1 : 1;
+    const char *val;
+    size_t k;
+    int rc = option_value("stacks", argc, argv, i, names, 3, &k, &val);
+    if (rc == 0)
+        return parse_top("stacks", argc, argv, i, &s->top);
+    if (rc < 0)
+        return -1;
+    if (k == 0) {
+        s->target = val;
+        if (*val)
+            return 1;
+        cli_error("stacks: empty --target");
+        return -1;
     }
-    return parse_top("stacks", argc, argv, i, &s->top);
+    return parse_long(names[k], val, 1, k == 1 ? &s->depth : &s->min_count) < 0 ? -1 : 1;
 }
 
 static int on_block(void *arg, const struct mtl_block *b)

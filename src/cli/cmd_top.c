@@ -375,7 +375,7 @@ static void draw(struct top *t, int final, int alive)
     int from_trace = !alive && t->r;
     double allocs = from_trace ? t->t_allocs : t->allocations;
     double frees = from_trace ? t->t_frees : t->frees;
-    double live = from_trace ? t->t_live : t->live_bytes;
+    double live = t->r ? t->t_live : t->live_bytes; /* the trace knows sizes */
     double bytes = from_trace ? t->t_bytes : t->bytes;
     char a[32], b[32], c[32], d[32];
     fmt_count(a, sizeof a, allocs);

@@ -48,46 +48,35 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
     struct tree *t = ctx;
     static const char *const names[] = { "--callees", "--callers", "--min-percent",
                                          "--max-depth" };
-    const char *arg = argv[*i];
-    for (size_t k = 0; k < 4; k++) {
-        size_t len = strlen(names[k]);
-        const char *val;
-        if (!strncmp(arg, names[k], len) && arg[len] == '=')
-            val = arg + len + 1;
-        else if (!strcmp(arg, names[k]) && *i + 1 < argc)
-            val = argv[++*i];
-        else if (!strcmp(arg, names[k])) {
-            cli_error("tree: %s needs a value", names[k]);
-            return -1;
-        } else
-            continue;
-        (*i)++;
-        char *end;
-        switch (k) {
-        case 0: t->callees = val; break;
-        case 1: t->callers = val; break;
-        case 2:
-            t->min_percent = strtod(val, &end);
-            if (!*val || *end || t->min_percent < 0 || t->min_percent > 100) {
-                cli_error("tree: --min-percent takes a number from 0 to 100");
-                return -1;
-            }
-            break;
-        case 3:
-            t->max_depth = strtol(val, &end, 10);
-            if (!*val || *end || t->max_depth < 1) {
-                cli_error("tree: --max-depth takes a positive number");
-                return -1;
-            }
-            break;
-        }
-        if ((t->callees && !*t->callees) || (t->callers && !*t->callers)) {
-            cli_error("tree: empty function pattern");
+    const char *val;
+    size_t k;
+    int rc = option_value("tree", argc, argv, i, names, 4, &k, &val);
+    if (rc <= 0)
+        return rc;
+    char *end;
+    switch (k) {
+    case 0: t->callees = val; break;
+    case 1: t->callers = val; break;
+    case 2:
+        t->min_percent = strtod(val, &end);
+        if (!*val || *end || t->min_percent < 0 || t->min_percent > 100) {
+            cli_error("tree: --min-percent takes a number from 0 to 100");
             return -1;
         }
-        return 1;
+        break;
+    case 3:
+        t->max_depth = strtol(val, &end, 10);
+        if (!*val || *end || t->max_depth < 1) {
+            cli_error("tree: --max-depth takes a positive number");
+            return -1;
+        }
+        break;
     }
-    return 0;
+    if ((t->callees && !*t->callees) || (t->callers && !*t->callers)) {
+        cli_error("tree: empty function pattern");
+        return -1;
+    }
+    return 1;
 }
 
 static int on_block(void *arg, const struct mtl_block *b)

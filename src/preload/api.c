@@ -37,16 +37,24 @@ int mtl__begin_trace(const char *path, int start_thread)
         mtl__fmt(api.configured, sizeof api.configured, "%s", mtl__pl.opt.output);
         api.have_configured = 1;
     }
+    char rel[sizeof mtl__pl.opt.output];
     if (path) {
-        mtl__expand_pattern(expanded, sizeof expanded, path);
+        mtl__expand_pattern(rel, sizeof rel, path);
         clobber = 1; /* the caller named it */
     } else if (api.have_configured) {
-        mtl__fmt(expanded, sizeof expanded, "%s", api.configured);
+        mtl__fmt(rel, sizeof rel, "%s", api.configured);
         clobber = api.traces == 0; /* later traces keep earlier ones */
     } else {
-        mtl__expand_pattern(expanded, sizeof expanded, mtl__pl.opt.pattern);
+        mtl__expand_pattern(rel, sizeof rel, mtl__pl.opt.pattern);
         clobber = 0;
     }
+    /* Absolute, so that status reports a path that holds wherever the
+     * program goes, and a later trace lands beside the first. */
+    char cwd[2048];
+    if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
+        mtl__fmt(expanded, sizeof expanded, "%s/%s", cwd, rel);
+    else
+        mtl__fmt(expanded, sizeof expanded, "%s", rel);
     mtl__pl.start_ns = mtl__monotonic_ns();
     mtl__events_begin_trace();
     mtl__sampled_clear();
@@ -91,6 +99,11 @@ int mtl__ctl_start(const char *path, uint64_t sample_rate, unsigned depth)
     pthread_mutex_unlock(&api.mu);
     mtl__tls.in_hook--;
     return rc;
+}
+
+void mtl__api_atfork_child(void)
+{
+    pthread_mutex_init(&api.mu, NULL);
 }
 
 int mtl__ctl_pause(void)
@@ -171,7 +184,7 @@ int mtl__ctl_status(char *buf, size_t cap)
     int st = state();
     mtl__fmt(buf, cap,
              "state=%s trace=%s mode=%s rate=%llu pid=%d events=%llu allocations=%llu "
-             "frees=%llu bytes=%llu live_bytes=0",
+             "frees=%llu bytes=%llu",
              names[st & 3], st == MTL_OFF ? "" : mtl__pl.opt.output,
              mtl__pl.opt.sample_rate ? "sampled" : "full",
              (unsigned long long)mtl__pl.opt.sample_rate, (int)getpid(),

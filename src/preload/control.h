@@ -36,8 +36,8 @@ int mtl__ctl_dump(const char *path);
 int mtl__ctl_stop(void);
 
 /* One line without a newline: "state=recording|paused|off trace=PATH
- * mode=full|sampled rate=N pid=N events=N allocations=N frees=N
- * bytes=N live_bytes=N" (counts since the trace began; unknown values 0). */
+ * mode=full|sampled rate=N pid=N events=N allocations=N frees=N bytes=N"
+ * (counts written to the trace since it began; PATH is absolute). */
 int mtl__ctl_status(char *buf, size_t cap);
 
 /* control.c: starts the control socket's thread, if MEMTALLY_CONTROL is not

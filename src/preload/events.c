@@ -398,6 +398,21 @@ uint64_t mtl__collect(struct mtl__chunk **runs, size_t *nruns, size_t cap,
     return cutoff;
 }
 
+/* With ev.mu held: the queued chunks' events are dropped, the chunks go
+ * back to the pool. */
+static void drop_queued_locked(void)
+{
+    while (ev.full_head) {
+        struct mtl__chunk *c = ev.full_head;
+        ev.full_head = c->next;
+        c->n = c->pos = 0;
+        c->next = ev.free_list;
+        ev.free_list = c;
+    }
+    ev.full_tail = NULL;
+    ev.nfull = 0;
+}
+
 void mtl__events_atfork(int phase)
 {
     if (phase == 0) {
@@ -425,15 +440,7 @@ void mtl__events_atfork(int phase)
         if (ts != &ev.orphan && ts != mtl__tls.ts)
             atomic_store(&ts->in_use, 0);
     }
-    while (ev.full_head) {
-        struct mtl__chunk *c = ev.full_head;
-        ev.full_head = c->next;
-        c->n = c->pos = 0;
-        c->next = ev.free_list;
-        ev.free_list = c;
-    }
-    ev.full_tail = NULL;
-    ev.nfull = 0;
+    drop_queued_locked();
 }
 
 /* Child that records on: this thread becomes thread 0 of the new trace. */
@@ -450,15 +457,7 @@ void mtl__events_after_fork_child(void)
 void mtl__events_begin_trace(void)
 {
     pthread_mutex_lock(&ev.mu);
-    while (ev.full_head) {
-        struct mtl__chunk *c = ev.full_head;
-        ev.full_head = c->next;
-        c->n = c->pos = 0;
-        c->next = ev.free_list;
-        ev.free_list = c;
-    }
-    ev.full_tail = NULL;
-    ev.nfull = 0;
+    drop_queued_locked();
     pthread_mutex_unlock(&ev.mu);
     for (struct mtl__tstate *ts = atomic_load(&ev.all); ts; ts = ts->next_all) {
         mtl__spin_lock(&ts->lock);

@@ -151,6 +151,7 @@ static void atfork_child(void)
     mtl__events_atfork(2);
     mtl__stacks_atfork(2);
     mtl__modules_atfork(2);
+    mtl__api_atfork_child();
     int was = atomic_load(&mtl__pl.state);
     atomic_store(&mtl__pl.state, MTL_OFF);
     if (was == MTL_RECORDING && mtl__pl.opt.follow_fork) {
@@ -181,6 +182,7 @@ void mtl__before_exec(void)
     exec_pending = ours();
     if (!exec_pending)
         return;
+    mtl__control_stop(); /* the new image makes its own, if it records */
     mtl__tls.in_hook++;
     mtl__writer_exec_begin();
     mtl__tls.in_hook--;
@@ -192,16 +194,17 @@ void mtl__after_failed_exec(void)
         return;
     exec_pending = 0;
     mtl__writer_exec_end();
+    mtl__control_start();
 }
 
 void mtl__before_exit_now(void)
 {
+    mtl__control_stop();
     if (!ours())
         return;
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 5000);
     atomic_store(&mtl__pl.state, MTL_FINISHED);
-    mtl__control_stop();
 }
 
 /* --- fatal signals ----------------------------------------------------- */

@@ -243,6 +243,7 @@ void mtl__install_signal_handlers(void) MTL_HIDDEN; /* once a trace begins */
  * resetting the clock and the threads' state; the caller sets the state.
  * start_thread as for mtl__writer_begin.  0 or a negative errno. */
 int mtl__begin_trace(const char *path, int start_thread) MTL_HIDDEN;
+void mtl__api_atfork_child(void) MTL_HIDDEN; /* a fork may have held it */
 void mtl__stop_recording(const char *why, int err) MTL_HIDDEN;
 
 #endif

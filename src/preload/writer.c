@@ -673,13 +673,14 @@ void mtl__writer_counts(struct mtl__counts *c)
 
 int mtl__writer_dump(const char *path)
 {
-    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0)
-        return -errno;
-    int rc = 0;
+    int rc = 0, out = -1;
     pthread_mutex_lock(&w.wmu);
     if (atomic_load(&w.done) || mtl__pl.fd < 0) {
         rc = -EINVAL;
+        goto out;
+    }
+    if ((out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+        rc = -errno;
         goto out;
     }
     round_locked(0, 0);
@@ -728,7 +729,7 @@ int mtl__writer_dump(const char *path)
         rc = -EIO;
 out:
     pthread_mutex_unlock(&w.wmu);
-    if (close(out) < 0 && rc == 0)
+    if (out >= 0 && close(out) < 0 && rc == 0)
         rc = -errno;
     return rc;
 }

@@ -49,6 +49,7 @@ struct mtl_reader {
     uint64_t blocks;
     int at_eof;
     int follow;             /* a trace still being written: wait, don't judge */
+    int no_pointers;        /* pointers are not wanted: their stream is skipped */
 
     /* decoder state */
     uint64_t last_us, last_ptr;
@@ -223,6 +224,10 @@ static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
 static int get_ptr(struct mtl_reader *r, uint64_t *ptr)
 {
     uint64_t k, d;
+    if (r->no_pointers) {
+        *ptr = 0;
+        return 0;
+    }
     GETS(MTL_S_PTR, k);
     if (k > MTL_PTR_WINDOW)
         return MTL_ECORRUPT;
@@ -656,7 +661,7 @@ int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
                 return rc;
         }
         for (int i = 1; i < MTL_STREAMS; i++)
-            if (r->sp[i] != r->se[i])
+            if (r->sp[i] != r->se[i] && !(i == MTL_S_PTR && r->no_pointers))
                 return MTL_ECORRUPT; /* fields no record used */
         if (r->at_eof)
             return 0;
@@ -751,6 +756,11 @@ int mtl_reader_open(struct mtl_reader **out, const char *path)
 void mtl_reader_follow(struct mtl_reader *r, int on)
 {
     r->follow = on;
+}
+
+void mtl_reader_skip_pointers(struct mtl_reader *r, int skip)
+{
+    r->no_pointers = skip;
 }
 
 const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r)

@@ -8,19 +8,6 @@
 #   exact_basic: 7 allocations, 5 frees, 3351 bytes, peak 3050, 2050 live, 1 thread
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 
-# check TRACE ALLOCS FREES BYTES PEAK LIVE THREADS: every count of TRACE, and
-# that TRACE was not cut short.
-check() {
-    json=$("$MEMTALLY_BIN" info --json "$1") || fail "memtally info --json $1 failed"
-    set -- "$1" allocations "$2" frees "$3" bytes_allocated "$4" \
-        peak_live_bytes "$5" live_bytes_at_end "$6" threads "$7" truncated false
-    trace=$1; shift
-    while [ $# -gt 0 ]; do
-        expect_eq "$trace $1" "$2" "$(printf "%s\n" "$json" | jq -r ".$1")"
-        shift 2
-    done
-}
-
 # traced DIR ARGS: memtally record -q ARGS -- exact_exec exact_basic, run in
 # DIR; exit status 0 and stdout as without memtally.  Sets before and after
 # to the traces of exact_exec and exact_basic found in DIR ("" if none) and n

@@ -7,19 +7,6 @@
 # too: 143 from sh.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 
-# check TRACE ALLOCS FREES BYTES PEAK LIVE THREADS: every count of TRACE, and
-# that TRACE was not cut short.
-check() {
-    json=$("$MEMTALLY_BIN" info --json "$1") || fail "memtally info --json $1 failed"
-    set -- "$1" allocations "$2" frees "$3" bytes_allocated "$4" \
-        peak_live_bytes "$5" live_bytes_at_end "$6" threads "$7" truncated false
-    trace=$1; shift
-    while [ $# -gt 0 ]; do
-        expect_eq "$trace $1" "$2" "$(printf "%s\n" "$json" | jq -r ".$1")"
-        shift 2
-    done
-}
-
 prog="$TEST_PROGRAMS/exact_passthrough"
 seq 1 5000 >input.txt
 

@@ -6,6 +6,7 @@
 # for the same run, exactly, and memtally must write one trace, the driver's.
 # valgrind runs twice first, to prove the driver is deterministic here.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
+. "$MEMTALLY_ROOT/tests/integration/valgrind-lib.inc"
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 [ -x /usr/bin/gcc ] || skip "gcc is not installed"
 
@@ -33,27 +34,7 @@ C
 # against memtally's 1, each was 32 bytes larger under valgrind (192 in
 # all), hence the same names under both tools (below).
 BASE_ENV="PATH=/usr/bin:/bin HOME=$TEST_TMP LC_ALL=C TMPDIR=$TEST_TMP"
-# Both tools add variables to the program's environment (valgrind: LD_PRELOAD,
-# LD_LIBRARY_PATH, GLIBCXX_FORCE_NEW, GLIBCPP_FORCE_NEW, PWD; memtally:
-# LD_PRELOAD), and programs allocate by the size of their environment: glibc's
-# setenv() grows a copy of environ, python copies it into a dict.  So each run
-# also gets the variables that only the other tool adds, with that tool's
-# values: the program sees the same names under both.
-only_in() { # ENV_A ENV_B: the variables of listing A that B lacks
-    while IFS= read -r v; do grep -q "^${v%%=*}=" "$2" || echo "$v"; done <"$1"
-}
-env -i $BASE_ENV valgrind -q /usr/bin/env >env.vg || fail "valgrind env failed"
-env -i $BASE_ENV "$MEMTALLY_BIN" record -q -o env.mtly -- /usr/bin/env >env.mt ||
-    fail "memtally record env failed"
-for_mt=$(only_in env.vg env.mt); for_vg=$(only_in env.mt env.vg)
-printf '%s\n' "$for_mt" "$for_vg" | grep -q '[[:space:]]' &&
-    fail "a variable added by a tool has a space: $for_mt $for_vg"
-# vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
-vg_totals() {
-    sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
-}
-VG="env -i $BASE_ENV $for_vg valgrind --run-libc-freeres=no --run-cxx-freeres=no"
-MT="env -i $BASE_ENV $for_mt $MEMTALLY_BIN record -q"
+match_environments "$BASE_ENV"   # sets VG and MT (valgrind-lib.inc)
 # No small.o before each run: when the output file exists, the driver
 # resolves its full path (to check that it is not also an input), which
 # allocates more.

@@ -17,6 +17,7 @@
 #   arenas straddle two ranges in about 1 run in 1000 (12 of 12200 runs
 #   here), one calloc of 131072 bytes more.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
+. "$MEMTALLY_ROOT/tests/integration/valgrind-lib.inc"
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
 
@@ -37,27 +38,7 @@ PY
 echo "20000 20000 11365 [('0', 742), ('1', 2332), ('2', 905)] 3264000 5000 24990001 0,1,2,3,4" >expected
 
 BASE_ENV="PATH=/usr/bin:/bin HOME=$TEST_TMP LC_ALL=C PYTHONHASHSEED=0"
-# Both tools add variables to the program's environment (valgrind: LD_PRELOAD,
-# LD_LIBRARY_PATH, GLIBCXX_FORCE_NEW, GLIBCPP_FORCE_NEW, PWD; memtally:
-# LD_PRELOAD), and programs allocate by the size of their environment: glibc's
-# setenv() grows a copy of environ, python copies it into a dict.  So each run
-# also gets the variables that only the other tool adds, with that tool's
-# values: the program sees the same names under both.
-only_in() { # ENV_A ENV_B: the variables of listing A that B lacks
-    while IFS= read -r v; do grep -q "^${v%%=*}=" "$2" || echo "$v"; done <"$1"
-}
-env -i $BASE_ENV valgrind -q /usr/bin/env >env.vg || fail "valgrind env failed"
-env -i $BASE_ENV "$MEMTALLY_BIN" record -q -o env.mtly -- /usr/bin/env >env.mt ||
-    fail "memtally record env failed"
-for_mt=$(only_in env.vg env.mt); for_vg=$(only_in env.mt env.vg)
-printf '%s\n' "$for_mt" "$for_vg" | grep -q '[[:space:]]' &&
-    fail "a variable added by a tool has a space: $for_mt $for_vg"
-# vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
-vg_totals() {
-    sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
-}
-VG="env -i $BASE_ENV $for_vg valgrind --run-libc-freeres=no --run-cxx-freeres=no"
-MT="env -i $BASE_ENV $for_mt $MEMTALLY_BIN record -q"
+match_environments "$BASE_ENV"   # sets VG and MT (valgrind-lib.inc)
 
 $VG --log-file=vg1.log /usr/bin/python3 -S work.py >out.vg || fail "python3 under valgrind failed"
 $VG --log-file=vg2.log /usr/bin/python3 -S work.py >/dev/null || fail "python3 under valgrind failed"

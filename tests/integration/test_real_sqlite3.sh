@@ -6,6 +6,7 @@
 # the program is deterministic with these inputs: if it were not, a mismatch
 # would say nothing about memtally.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
+. "$MEMTALLY_ROOT/tests/integration/valgrind-lib.inc"
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 [ -x /usr/bin/sqlite3 ] || skip "sqlite3 is not installed"
 
@@ -28,27 +29,7 @@ printf '3000|145275.0\nname12\nname120\nname1200\n1.5|31\n2.5|31\n2000|name999\n
 # locale; and a fresh database file for each run (sqlite allocates
 # differently when it opens an existing database).
 BASE_ENV="PATH=/usr/bin:/bin HOME=$TEST_TMP LC_ALL=C"
-# Both tools add variables to the program's environment (valgrind: LD_PRELOAD,
-# LD_LIBRARY_PATH, GLIBCXX_FORCE_NEW, GLIBCPP_FORCE_NEW, PWD; memtally:
-# LD_PRELOAD), and programs allocate by the size of their environment: glibc's
-# setenv() grows a copy of environ, python copies it into a dict.  So each run
-# also gets the variables that only the other tool adds, with that tool's
-# values: the program sees the same names under both.
-only_in() { # ENV_A ENV_B: the variables of listing A that B lacks
-    while IFS= read -r v; do grep -q "^${v%%=*}=" "$2" || echo "$v"; done <"$1"
-}
-env -i $BASE_ENV valgrind -q /usr/bin/env >env.vg || fail "valgrind env failed"
-env -i $BASE_ENV "$MEMTALLY_BIN" record -q -o env.mtly -- /usr/bin/env >env.mt ||
-    fail "memtally record env failed"
-for_mt=$(only_in env.vg env.mt); for_vg=$(only_in env.mt env.vg)
-printf '%s\n' "$for_mt" "$for_vg" | grep -q '[[:space:]]' &&
-    fail "a variable added by a tool has a space: $for_mt $for_vg"
-# vg_totals LOG: "ALLOCS FREES BYTES" from valgrind's summary, without commas.
-vg_totals() {
-    sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$1" | tr -d ,
-}
-VG="env -i $BASE_ENV $for_vg valgrind --run-libc-freeres=no --run-cxx-freeres=no"
-MT="env -i $BASE_ENV $for_mt $MEMTALLY_BIN record -q"
+match_environments "$BASE_ENV"   # sets VG and MT (valgrind-lib.inc)
 run_sqlite() { # RUNNER...
     rm -f t.db t.db-journal
     "$@" /usr/bin/sqlite3 -batch t.db <script.sql
