@@ -43,7 +43,8 @@
 #define STREAM_CAP (MTL_BLOCK_TARGET + (64u << 10))
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
-#define WINDOW_INDEX 256 /* hash slots that find a pointer in the window */
+#define WINDOW_INDEX_BITS 10 /* hash slots that find a pointer in the window */
+#define WINDOW_INDEX (1u << WINDOW_INDEX_BITS)
 
 int mtl__writer_running;
 
@@ -391,7 +392,7 @@ static inline void put_dt(uint64_t t_ns)
  * coded as a difference, which reads back the same. */
 static inline void put_ptr(uint64_t ptr)
 {
-    size_t slot = (size_t)((ptr * 0x9e3779b97f4a7c15ull) >> 56) % WINDOW_INDEX;
+    size_t slot = (size_t)((ptr * 0x9e3779b97f4a7c15ull) >> (64 - WINDOW_INDEX_BITS));
     uint64_t k = w.ptr_seq - w.seen[slot].seq;
     if (w.seen[slot].ptr == ptr && w.seen[slot].seq && k < MTL_PTR_WINDOW) {
         put_var(MTL_S_PTR, k + 1);

@@ -32,7 +32,7 @@ enum mtl__stream {
 };
 
 /* Pointers are coded against the last MTL_PTR_WINDOW pointers. */
-#define MTL_PTR_WINDOW 64
+#define MTL_PTR_WINDOW 256
 
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {
