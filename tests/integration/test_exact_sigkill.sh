@@ -1,0 +1,21 @@
+# SIGKILL, which no handler sees: the trace reads back up to its last whole
+# block, says it was truncated, and holds whole multiples of what the
+# program does (allocations = frees, every block 64 bytes).
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+"$MEMTALLY_BIN" record -q -o killed.mtly -- "$TEST_PROGRAMS/exact_endless" &
+cli=$!
+sleep 1
+pid=$(pgrep -P $cli exact_endless) || fail "the program did not start"
+kill -KILL "$pid"
+wait $cli
+expect_eq "memtally's exit status (killed by SIGKILL)" 137 $?
+"$MEMTALLY_BIN" info --json killed.mtly > info.json 2> err.txt || fail "info failed: $(cat err.txt)"
+expect_eq "truncated" true "$(jq -r .truncated info.json)"
+grep -q "truncated" err.txt || fail "no truncation note on stderr"
+allocs=$(jq -r .allocations info.json)
+[ "$allocs" -gt 1000 ] || fail "only $allocs allocations in the trace of a second's run"
+bytes=$(jq -r .bytes_allocated info.json)
+expect_eq "64 bytes a block" $((allocs * 64)) "$bytes"
+frees=$(jq -r .frees info.json)
+[ $((allocs - frees)) -le 1 ] || fail "$allocs allocations but $frees frees"
+echo "ok: $allocs allocations up to the last whole block"
