@@ -83,7 +83,7 @@ deps:
 	@sh scripts/install-deps.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) -s --no-print-directory all
 	@sh scripts/demo.sh
 
 check: deps
