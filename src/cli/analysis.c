@@ -217,11 +217,11 @@ void json_frame(FILE *f, const struct mtl_location *l)
 }
 
 
-const char *row_label(const struct analysis *a, const struct mtl_row *row,
+const char *row_label(const struct mtl_reader *r, const struct mtl_row *row,
                       char *buf, size_t cap)
 {
     char tmp[64];
-    const char *name = mtl_row_name(row, a->r, tmp, sizeof tmp);
+    const char *name = mtl_row_name(row, r, tmp, sizeof tmp);
     if (row->function && row->file) {
         const char *base = strrchr(row->file, '/');
         base = base ? base + 1 : row->file;
@@ -243,7 +243,7 @@ void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
     size_t n = top && top < rows->n ? top : rows->n;
     int width = (int)strlen(key_header);
     for (size_t i = 0; i < n; i++) {
-        int len = (int)strlen(row_label(a, &rows->row[i], label, sizeof label));
+        int len = (int)strlen(row_label(a->r, &rows->row[i], label, sizeof label));
         if (len > width)
             width = len;
     }
@@ -256,7 +256,7 @@ void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
         printf("%-*s %12s %14s %7s\n", width, key_header, calls_header, "BYTES", "%");
     for (size_t i = 0; i < n; i++) {
         const struct mtl_row *row = &rows->row[i];
-        row_label(a, row, label, sizeof label);
+        row_label(a->r, row, label, sizeof label);
         if ((int)strlen(label) > width)
             strcpy(label + width - 3, "...");
         if (with_extra)

@@ -62,7 +62,7 @@ void json_row_location(FILE *f, const struct mtl_row *row);
 void json_number(FILE *f, double v);      /* integral values without ".0" */
 void json_frame(FILE *f, const struct mtl_location *l);
 /* "function (file.c:12)": a row's name with where it is. */
-const char *row_label(const struct analysis *a, const struct mtl_row *row,
+const char *row_label(const struct mtl_reader *r, const struct mtl_row *row,
                       char *buf, size_t cap);
 
 /* A table of rows: KEY, [EXTRA,] CALLS, BYTES, %. */

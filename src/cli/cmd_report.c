@@ -122,10 +122,7 @@ static void print_table(const struct analysis *a, const struct report *o,
     size_t n = o->top && o->top < rows->n ? o->top : rows->n;
     int width = 8;
     for (size_t i = 0; i < n; i++) {
-        char name[1024];
-        const char *s = mtl_row_name(&rows->row[i], a->r, buf, sizeof buf);
-        snprintf(name, sizeof name, "%s", s);
-        int len = (int)strlen(name) + (rows->row[i].file && rows->row[i].function ? 24 : 0);
+        int len = (int)strlen(row_label(a->r, &rows->row[i], buf, sizeof buf));
         if (len > width)
             width = len;
     }
@@ -135,17 +132,8 @@ static void print_table(const struct analysis *a, const struct report *o,
            "PER CALL", "%");
     for (size_t i = 0; i < n; i++) {
         const struct mtl_row *row = &rows->row[i];
-        char name[1024], loc[512] = "";
-        const char *s = mtl_row_name(row, a->r, buf, sizeof buf);
-        if (row->function && row->file) {
-            const char *base = strrchr(row->file, '/');
-            base = base ? base + 1 : row->file;
-            if (row->line)
-                snprintf(loc, sizeof loc, " (%s:%u)", base, row->line);
-            else
-                snprintf(loc, sizeof loc, " (%s)", base);
-        }
-        snprintf(name, sizeof name, "%s%s", s, loc);
+        char name[1024];
+        row_label(a->r, row, name, sizeof name);
         if ((int)strlen(name) > width) {
             name[width - 3] = '\0';
             strcat(name, "...");

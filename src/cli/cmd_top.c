@@ -40,6 +40,7 @@
 #include "analyze/rows.h"
 #include "analyze/stackagg.h"
 #include "analyze/view.h"
+#include "cli/analysis.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
 
@@ -418,17 +419,8 @@ static void draw(struct top *t, int final, int alive)
                 "PER CALL", "%", eol);
         for (size_t i = 0; i < n; i++) {
             const struct mtl_row *row = &rows.row[i];
-            char name[1024], buf[128], loc[512] = "";
-            const char *s = mtl_row_name(row, t->r, buf, sizeof buf);
-            if (row->function && row->file) {
-                const char *base = strrchr(row->file, '/');
-                base = base ? base + 1 : row->file;
-                if (row->line)
-                    snprintf(loc, sizeof loc, " (%s:%u)", base, row->line);
-                else
-                    snprintf(loc, sizeof loc, " (%s)", base);
-            }
-            snprintf(name, sizeof name, "%s%s", s, loc);
+            char name[1024];
+            row_label(t->r, row, name, sizeof name);
             if ((int)strlen(name) > width)
                 strcpy(name + width - 3, "...");
             fprintf(f, "%-*s %10.0f %14.0f %10.0f %7.2f%s", width, name, row->calls,
