@@ -90,7 +90,8 @@ check: deps
 	@$(MAKE) --no-print-directory tests
 	@sh tests/run.sh
 
-bench: deps
+bench:
+	@sh scripts/install-deps.sh bench
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh
 	@sh bench/analyze.sh

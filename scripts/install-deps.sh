@@ -1,9 +1,13 @@
 #!/bin/sh
-# Installs the Debian packages memtally needs to build, test and benchmark.
+# Installs the Debian packages memtally needs to build and test, and with
+# the argument "bench" also the peers the benchmark compares against.
 # Idempotent: installs only what is missing, and does nothing when all is there.
 set -e
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
-      zstd valgrind sqlite3 python3 heaptrack jq time"
+      zstd valgrind sqlite3 python3 jq"
+if [ "${1:-}" = bench ]; then
+    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
