@@ -4,8 +4,15 @@
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 "$MEMTALLY_BIN" record -q -o killed.mtly -- "$TEST_PROGRAMS/exact_endless" &
 cli=$!
+# The program is memtally's child once it has exec'd: wait for it (a busy
+# machine may take a while), then let it run a second.
+pid=
+for i in $(seq 100); do
+    pid=$(pgrep -P $cli exact_endless) && break
+    sleep 0.1
+done
+[ -n "$pid" ] || fail "the program did not start"
 sleep 1
-pid=$(pgrep -P $cli exact_endless) || fail "the program did not start"
 kill -KILL "$pid"
 wait $cli
 expect_eq "memtally's exit status (killed by SIGKILL)" 137 $?
