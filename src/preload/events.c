@@ -151,14 +151,6 @@ void mtl__chunk_release(struct mtl__chunk *c)
     pthread_mutex_unlock(&ev.mu);
 }
 
-size_t mtl__full_chunks(void)
-{
-    pthread_mutex_lock(&ev.mu);
-    size_t n = ev.nfull;
-    pthread_mutex_unlock(&ev.mu);
-    return n;
-}
-
 /* With ts locked: returns a slot for one event, or NULL when recording has
  * to stop.  May unlock and relock ts while waiting for the writer, so
  * callers stamp the time after this returns. */

@@ -159,7 +159,6 @@ void mtl__refresh_thread_names(void) MTL_HIDDEN;
 uint64_t mtl__collect(struct mtl__chunk **runs, size_t *nruns, size_t cap,
                       unsigned trylock_spins) MTL_HIDDEN;
 void mtl__chunk_release(struct mtl__chunk *c) MTL_HIDDEN;
-size_t mtl__full_chunks(void) MTL_HIDDEN;
 void mtl__events_after_fork_child(void) MTL_HIDDEN;
 /* A new trace begins: drops what chunks hold, restarts the threads'
  * clocks and says again which threads there are. */
