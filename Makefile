@@ -100,12 +100,13 @@ bench:
 PREFIX ?= /usr/local
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	    $(DESTDIR)$(PREFIX)/include/memtally
+	    $(DESTDIR)$(PREFIX)/include/memtally $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(B)/memtally $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(B)/libmemtally.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(B)/libmemtally-trace.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/memtally.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/memtally/trace.h $(DESTDIR)$(PREFIX)/include/memtally/
+	install -m 644 docs/memtally.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally.pc
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally-trace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally-trace.pc
 
