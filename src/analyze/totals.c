@@ -9,14 +9,32 @@
 #include "analyze/ptrmap.h"
 #include "memtally/trace.h"
 
+/* Sets bit i of a growing bitset: 1 if it was clear, 0 if set already,
+ * -1 when out of memory. */
+static int mark(uint8_t **bits, size_t *nbytes, uint64_t i)
+{
+    if (i / 8 >= *nbytes) {
+        size_t n = (size_t)(i / 8 + 1) * 2;
+        uint8_t *b = realloc(*bits, n);
+        if (!b)
+            return -1;
+        memset(b + *nbytes, 0, n - *nbytes);
+        *bits = b;
+        *nbytes = n;
+    }
+    uint8_t bit = (uint8_t)(1u << (i % 8));
+    if ((*bits)[i / 8] & bit)
+        return 0;
+    (*bits)[i / 8] |= bit;
+    return 1;
+}
+
 int mtl_totals_compute(struct mtl_reader *r, struct mtl_totals *t)
 {
     struct mtl_ptrmap live = MTL_PTRMAP_INIT;
     struct mtl_event ev;
-    uint8_t *allocated = NULL; /* per thread index: it allocated */
-    size_t nallocated = 0;
-    uint8_t *seen = NULL;      /* per stack id, a bit: an allocation used it */
-    size_t seen_bytes = 0;
+    uint8_t *threads_seen = NULL, *stacks_seen = NULL; /* bits: it allocated */
+    size_t threads_bytes = 0, stacks_bytes = 0;
     int rc;
     memset(t, 0, sizeof *t);
     while ((rc = mtl_reader_next(r, &ev)) > 0) {
@@ -48,36 +66,14 @@ int mtl_totals_compute(struct mtl_reader *r, struct mtl_totals *t)
                 t->est_peak_live_bytes = t->est_live_bytes;
                 t->est_peak_time_us = ev.time_us;
             }
-            if (ev.thread >= nallocated) {
-                size_t n = ((size_t)ev.thread + 1) * 2;
-                uint8_t *a = realloc(allocated, n);
-                if (!a) {
-                    rc = MTL_ENOMEM;
-                    break;
-                }
-                memset(a + nallocated, 0, n - nallocated);
-                allocated = a;
-                nallocated = n;
+            int m1 = mark(&threads_seen, &threads_bytes, ev.thread);
+            int m2 = mark(&stacks_seen, &stacks_bytes, ev.stack);
+            if (m1 < 0 || m2 < 0) {
+                rc = MTL_ENOMEM;
+                break;
             }
-            if (!allocated[ev.thread]) {
-                allocated[ev.thread] = 1;
-                t->threads_allocating++;
-            }
-            if (ev.stack / 8 >= seen_bytes) {
-                size_t n = (ev.stack / 8 + 1) * 2;
-                uint8_t *b = realloc(seen, n);
-                if (!b) {
-                    rc = MTL_ENOMEM;
-                    break;
-                }
-                memset(b + seen_bytes, 0, n - seen_bytes);
-                seen = b;
-                seen_bytes = n;
-            }
-            if (!(seen[ev.stack / 8] & (1u << (ev.stack % 8)))) {
-                seen[ev.stack / 8] |= (uint8_t)(1u << (ev.stack % 8));
-                t->unique_stacks++;
-            }
+            t->threads_allocating += (uint32_t)m1;
+            t->unique_stacks += (uint32_t)m2;
         } else if (ev.type == MTL_EV_FREE) {
             struct mtl_ptrmap_val v;
             if (mtl_ptrmap_take(&live, ev.ptr, &v)) {
@@ -93,8 +89,8 @@ int mtl_totals_compute(struct mtl_reader *r, struct mtl_totals *t)
         }
     }
     t->live_blocks = live.count;
-    free(allocated);
-    free(seen);
+    free(threads_seen);
+    free(stacks_seen);
     mtl_ptrmap_release(&live);
     return rc;
 }
