@@ -36,6 +36,7 @@ struct diff {
     size_t *index;        /* name hash -> row + 1 */
     size_t index_cap;
     double total[2][NFIELDS];
+    int estimated;        /* either trace is sampled */
 };
 
 struct side {
@@ -167,6 +168,7 @@ static int read_side(struct diff *d, struct analysis *a, const char *path, int w
     a->noted = 0;
     if (analysis_open(a, path))
         return 1;
+    d->estimated |= analysis_estimated(a);
     struct mtl_scan_ops first = { .block = on_block, .event = on_event };
     struct mtl_scan_ops second = { .block = on_peak_block };
     int bad = analysis_scan(a, &first, &s, NULL);
@@ -223,9 +225,7 @@ int cmd_diff(int argc, char **argv)
         qsort(d.rows, d.n, sizeof *d.rows, by_change);
         size_t n = d.top && d.top < d.n ? d.top : d.n;
         if (a.json) {
-            printf("{");
-                json_estimated(&a);
-                printf("\"rows\": [");
+            printf("{%s\"rows\": [", d.estimated ? "\"estimated\": true, " : "");
             for (size_t i = 0; i < n; i++) {
                 printf("%s{\"function\": ", i ? ", " : "");
                 json_string(stdout, d.rows[i].function);
