@@ -58,3 +58,12 @@ done
 frees=$(grep -c ' free ' every.txt)
 [ "$frees" -ge 3 ] && [ "$frees" -le 4 ] || fail "--sample=1: $frees frees, expected 3 or 4"
 echo "ok: --sample=1 sampled every block of 40 bytes or more, $frees frees"
+
+# Analyses of a sampled trace say their figures are estimates; of a full
+# trace, not.
+expect_eq "report --json marks estimates" true "$(jq -r .estimated report1.json)"
+expect_eq "report --json gives the rate" 524288 "$(jq -r .sample_rate report1.json)"
+"$MEMTALLY_BIN" report --total s1.mtly | head -n 1 | grep -q "estimates" ||
+    fail "the text report of a sampled trace does not say its figures are estimates"
+"$MEMTALLY_BIN" record -q -o full.mtly -- "$TEST_PROGRAMS/exact_basic" || fail "record failed"
+expect_eq "full trace: no estimated key" null "$("$MEMTALLY_BIN" peak --json full.mtly | jq -r .estimated)"
