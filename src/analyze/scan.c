@@ -44,7 +44,6 @@ static void fill_block(const struct scan *s, struct mtl_block *b, uint64_t ptr,
     b->ordinal = v->ordinal;
     b->stack = v->stack;
     b->thread = v->thread;
-    b->tid = tid_of(s->r, v->thread);
     b->weight_count = v->weight_count;
     b->weight_bytes = v->weight_bytes;
     b->temporary = free_us != MTL_NEVER && s->allocations == v->ordinal + 1;
@@ -129,11 +128,16 @@ static int one_pass(struct scan *s)
                 passes = p;
             }
             if (s->at_alloc) {
+                /* Only what is known at allocation: no fill_block. */
                 s->seq++;
                 if (!passes)
                     continue;
-                struct mtl_block b;
-                fill_block(s, &b, ev.ptr, &v, MTL_NEVER);
+                struct mtl_block b = {
+                    .ptr = ev.ptr, .size = ev.size, .alloc_us = ev.time_us,
+                    .free_us = MTL_NEVER, .ordinal = v.ordinal, .alloc_seq = v.seq,
+                    .free_seq = MTL_NEVER, .stack = ev.stack, .thread = ev.thread,
+                    .weight_count = ev.weight_count, .weight_bytes = ev.weight_bytes,
+                };
                 if ((rc = s->ops->block(s->arg, &b)) != 0)
                     return -1;
                 continue;

@@ -26,7 +26,7 @@ struct mtl_block {
     uint64_t ordinal;            /* the allocation's number, from 0 */
     uint64_t alloc_seq, free_seq;/* positions among allocations and frees
                                     (from 0); free_seq MTL_NEVER if never */
-    uint32_t stack, thread, tid;
+    uint32_t stack, thread;      /* thread: the trace's thread index */
     double weight_count, weight_bytes;
     int temporary;               /* no other allocation before its free */
 };

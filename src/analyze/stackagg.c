@@ -34,11 +34,38 @@ static int grow(struct mtl_stackagg *a)
     return 0;
 }
 
+/* Without threads: the entry of a stack is dense[stack]. */
+static int add_dense(struct mtl_stackagg *a, uint32_t stack, double calls,
+                     double bytes, double extra)
+{
+    if (stack >= a->dense_cap) {
+        size_t cap = a->dense_cap ? a->dense_cap : 1024;
+        while (cap <= stack)
+            cap *= 2;
+        struct mtl_stackagg_entry *d = realloc(a->dense, cap * sizeof *d);
+        if (!d)
+            return MTL_ENOMEM;
+        for (size_t i = a->dense_cap; i < cap; i++)
+            d[i] = (struct mtl_stackagg_entry){ 0, (uint32_t)i, -1, 0, 0 };
+        a->dense = d;
+        a->dense_cap = cap;
+    }
+    struct mtl_stackagg_entry *e = &a->dense[stack];
+    if (e->calls < 0) {
+        e->calls = 0;
+        a->count++;
+    }
+    e->calls += calls;
+    e->bytes += bytes;
+    e->extra += extra;
+    return 0;
+}
+
 int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
                      double calls, double bytes, double extra)
 {
     if (!a->per_thread)
-        thread = 0;
+        return add_dense(a, stack, calls, bytes, extra);
     /* Runs of the same stack are common: try the last entry first. */
     struct mtl_stackagg_entry *last = a->last;
     if (last && last->thread == thread && last->stack == stack) {
@@ -72,12 +99,16 @@ void mtl_stackagg_each(const struct mtl_stackagg *a,
     for (size_t i = 0; i < a->cap; i++)
         if (a->e[i].calls >= 0)
             fn(&a->e[i], arg);
+    for (size_t i = 0; i < a->dense_cap; i++)
+        if (a->dense[i].calls >= 0)
+            fn(&a->dense[i], arg);
 }
 
 void mtl_stackagg_release(struct mtl_stackagg *a)
 {
     free(a->e);
-    a->e = NULL;
+    free(a->dense);
+    a->e = a->dense = NULL;
     a->last = NULL;
-    a->cap = a->count = 0;
+    a->cap = a->count = a->dense_cap = 0;
 }

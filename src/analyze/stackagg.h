@@ -20,6 +20,9 @@ struct mtl_stackagg {
     size_t cap, count;
     int per_thread;               /* 0: thread is always 0 */
     struct mtl_stackagg_entry *last; /* the entry added to last */
+    /* Without threads, stack ids (dense, from 0) index an array directly. */
+    struct mtl_stackagg_entry *dense;
+    size_t dense_cap;
 };
 
 /* Adds to (thread, stack).  Returns 0 or MTL_ENOMEM. */

@@ -200,7 +200,7 @@ int cmd_report(int argc, char **argv)
         return code;
     if (analysis_open(&a, NULL))
         return 1;
-    o.agg.per_thread = 1;
+    o.agg.per_thread = !o.total_only; /* --total needs no thread split */
     struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
     struct mtl_scan_result res;
     if (analysis_scan(&a, &ops, &o, &res)) {
