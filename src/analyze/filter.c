@@ -100,7 +100,7 @@ int mtl_parse_range(const char *s, int comma,
         return -1;
     memcpy(lo, s, n);
     lo[n] = '\0';
-    strcpy(hi, after);
+    memcpy(hi, after, strlen(after) + 1);
     r->min = 0;
     r->max = UINT64_MAX;
     if (comma && (!*lo || !*hi))

@@ -258,7 +258,7 @@ void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
         const struct mtl_row *row = &rows->row[i];
         row_label(a->r, row, label, sizeof label);
         if ((int)strlen(label) > width)
-            strcpy(label + width - 3, "...");
+            memcpy(label + width - 3, "...", 4);
         if (with_extra)
             printf("%-*s %12.0f %12.0f %14.0f %7.2f\n", width, label, row->extra,
                    row->calls, row->bytes, row->percent);

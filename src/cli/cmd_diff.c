@@ -244,7 +244,7 @@ int cmd_diff(int argc, char **argv)
                 char name[64];
                 snprintf(name, sizeof name, "%s", i < n ? d.rows[i].function : "total");
                 if (strlen(name) == sizeof name - 1)
-                    strcpy(name + sizeof name - 4, "...");
+                    memcpy(name + sizeof name - 4, "...", 4);
                 printf("%-48.48s %+12.0f %+14.0f %+14.0f %+14.0f\n", name,
                        v[1][CALLS] - v[0][CALLS], v[1][BYTES] - v[0][BYTES],
                        v[1][PEAK] - v[0][PEAK], v[1][LEAKED] - v[0][LEAKED]);

@@ -272,9 +272,10 @@ int cmd_record(int argc, char **argv)
             setenv("MEMTALLY_FOLLOW_EXEC", "1", 1);
         const char *old = getenv("LD_PRELOAD");
         if (old && *old) {
-            char *both = malloc(strlen(lib) + strlen(old) + 2);
+            size_t n = strlen(lib) + strlen(old) + 2;
+            char *both = malloc(n);
             if (both) {
-                sprintf(both, "%s:%s", lib, old);
+                snprintf(both, n, "%s:%s", lib, old);
                 setenv("LD_PRELOAD", both, 1);
             }
         } else {

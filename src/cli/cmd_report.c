@@ -134,10 +134,8 @@ static void print_table(const struct analysis *a, const struct report *o,
         const struct mtl_row *row = &rows->row[i];
         char name[1024];
         row_label(a->r, row, name, sizeof name);
-        if ((int)strlen(name) > width) {
-            name[width - 3] = '\0';
-            strcat(name, "...");
-        }
+        if ((int)strlen(name) > width)
+            memcpy(name + width - 3, "...", 4);
         printf("%-*s %10.0f %14.0f %10.0f %7.2f\n", width, name, row->calls,
                row->bytes, row->calls > 0 ? row->bytes / row->calls : 0, row->percent);
     }

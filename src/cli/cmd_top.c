@@ -422,7 +422,7 @@ static void draw(struct top *t, int final, int alive)
             char name[1024];
             row_label(t->r, row, name, sizeof name);
             if ((int)strlen(name) > width)
-                strcpy(name + width - 3, "...");
+                memcpy(name + width - 3, "...", 4);
             fprintf(f, "%-*s %10.0f %14.0f %10.0f %7.2f%s", width, name, row->calls,
                     row->bytes, row->calls > 0 ? row->bytes / row->calls : 0,
                     row->percent, eol);
