@@ -281,6 +281,9 @@ static void remove_self_from_ld_preload(void)
             memset(s, ' ', n);
         s = e;
     }
+    /* Ours was the only entry: the variable goes, as if never set. */
+    if (strspn(v, " :") == strlen(v))
+        unsetenv("LD_PRELOAD");
 }
 
 static void tidy_environment(void)
