@@ -177,6 +177,34 @@ static void json_rows(const struct analysis *a, const struct report *o,
     fputs("]", stdout);
 }
 
+/* One thread's table: a banner and the table, or its JSON object. */
+static void show_thread(const struct analysis *a, const struct report *o,
+                        uint32_t t, const struct mtl_rows *rows, double all_bytes,
+                        int first)
+{
+    const struct mtl_thread *th = mtl_reader_thread(a->r, t);
+    double percent = all_bytes > 0 ? 100.0 * rows->bytes / all_bytes : 0;
+    if (!a->json) {
+        char size[32];
+        printf("== thread %u (%s), index %u: %.2f%% of all bytes, %s in %.0f calls ==\n",
+               th ? th->tid : 0, th && *th->name ? th->name : "unnamed", t, percent,
+               human_bytes(size, sizeof size, rows->bytes), rows->calls);
+        print_table(a, o, rows);
+        putchar('\n');
+        return;
+    }
+    printf("%s{\"tid\": %u, \"index\": %u, \"name\": ", first ? "" : ", ",
+           th ? th->tid : 0, t);
+    json_string(stdout, th ? th->name : "");
+    printf(", \"percent\": %.4f, \"bytes\": ", percent);
+    json_number(stdout, rows->bytes);
+    fputs(", \"calls\": ", stdout);
+    json_number(stdout, rows->calls);
+    fputs(", \"rows\": ", stdout);
+    json_rows(a, o, rows);
+    fputs("}", stdout);
+}
+
 static int fold(struct analysis *a, struct report *o, uint32_t thread,
                 struct mtl_rows *rows)
 {
@@ -213,61 +241,35 @@ int cmd_report(int argc, char **argv)
     }
     int per_thread = !o.total_only && o.by != MTL_BY_THREAD;
     uint32_t nthreads = mtl_reader_thread_count(a.r);
+    /* JSON: the total, then the threads; text: the threads, then the total. */
     if (a.json) {
         fputs("{", stdout);
         json_estimated(&a);
         fputs("\"total\": {\"bytes\": ", stdout);
-    }
-    for (uint32_t t = 0; per_thread && !a.json && t < nthreads && !bad; t++) {
-        struct mtl_rows rows;
-        if ((bad = fold(&a, &o, t, &rows)))
-            break;
-        if (rows.calls > 0) {
-            const struct mtl_thread *th = mtl_reader_thread(a.r, t);
-            char size[32];
-            printf("== thread %u (%s), index %u: %.2f%% of all bytes, %s in %.0f calls ==\n",
-                   th ? th->tid : 0, th && *th->name ? th->name : "unnamed", t,
-                   total.bytes > 0 ? 100.0 * rows.bytes / total.bytes : 0,
-                   human_bytes(size, sizeof size, rows.bytes), rows.calls);
-            print_table(&a, &o, &rows);
-            putchar('\n');
-        }
-        mtl_rows_release(&rows);
-    }
-    if (!bad && !a.json) {
-        if (per_thread)
-            printf("== all threads ==\n");
-        print_table(&a, &o, &total);
-    } else if (!bad) {
         json_number(stdout, total.bytes);
         fputs(", \"calls\": ", stdout);
         json_number(stdout, total.calls);
         fputs(", \"rows\": ", stdout);
         json_rows(&a, &o, &total);
         fputs("}, \"threads\": [", stdout);
-        int first = 1;
-        for (uint32_t t = 0; per_thread && t < nthreads && !bad; t++) {
-            struct mtl_rows rows;
-            if ((bad = fold(&a, &o, t, &rows)))
-                break;
-            if (rows.calls > 0) {
-                const struct mtl_thread *th = mtl_reader_thread(a.r, t);
-                printf("%s{\"tid\": %u, \"index\": %u, \"name\": ", first ? "" : ", ",
-                       th ? th->tid : 0, t);
-                json_string(stdout, th ? th->name : "");
-                printf(", \"percent\": %.4f, \"bytes\": ",
-                       total.bytes > 0 ? 100.0 * rows.bytes / total.bytes : 0);
-                json_number(stdout, rows.bytes);
-                fputs(", \"calls\": ", stdout);
-                json_number(stdout, rows.calls);
-                fputs(", \"rows\": ", stdout);
-                json_rows(&a, &o, &rows);
-                fputs("}", stdout);
-                first = 0;
-            }
-            mtl_rows_release(&rows);
+    }
+    int first = 1;
+    for (uint32_t t = 0; per_thread && t < nthreads && !bad; t++) {
+        struct mtl_rows rows;
+        if ((bad = fold(&a, &o, t, &rows)))
+            break;
+        if (rows.calls > 0) {
+            show_thread(&a, &o, t, &rows, total.bytes, first);
+            first = 0;
         }
+        mtl_rows_release(&rows);
+    }
+    if (!bad && a.json) {
         fputs("]}\n", stdout);
+    } else if (!bad) {
+        if (per_thread)
+            printf("== all threads ==\n");
+        print_table(&a, &o, &total);
     }
     mtl_rows_release(&total);
     mtl_stackagg_release(&o.agg);
