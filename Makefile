@@ -74,10 +74,10 @@ $(B)/tests/programs/%: tests/programs/%.cc
 	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
 # Unit tests run under ASan and UBSan, with the reader and the analysis
 # code compiled in with them.
-$(B)/tests/unit/%: tests/unit/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(CLI_LIBS)
+	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(CLI_LIBS)
 
 deps:
 	@sh scripts/install-deps.sh
@@ -105,7 +105,7 @@ install: all
 	install -m 755 $(B)/libmemtally.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(B)/libmemtally-trace.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/memtally.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 include/memtally/trace.h $(DESTDIR)$(PREFIX)/include/memtally/
+	install -m 644 include/memtally/trace.h include/memtally/errors.h $(DESTDIR)$(PREFIX)/include/memtally/
 	install -m 644 docs/memtally.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally.pc
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally-trace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally-trace.pc

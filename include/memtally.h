@@ -24,7 +24,8 @@
  *
  * Every call returns 0 or a negative errno-style code (-EINVAL, -EBUSY when
  * recording is already on, -ENOTSUP when recording is impossible here...);
- * mtl_api_strerror() names them.  All are safe from any thread.
+ * mtl_strerror() (memtally/errors.h) names them.  All are safe from any
+ * thread.
  */
 #ifndef MEMTALLY_H
 #define MEMTALLY_H
@@ -32,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "memtally/errors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,7 +122,8 @@ void mtl_result_print(const struct mtl_result *result, FILE *f, int how);
 /* Releases a result; after the call result is invalid. */
 void mtl_result_free(struct mtl_result *result);
 
-/* The text of a code returned by the calls above. */
+/* The text of a code returned by the calls above: the same as
+ * mtl_strerror(), kept for programs written against memtally 0.1. */
 const char *mtl_api_strerror(int code);
 
 #ifdef __cplusplus

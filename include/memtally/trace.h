@@ -27,29 +27,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memtally/errors.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MTL_ERRNO_MAP(X)                                                     \
-    X(IO, "input/output error")                                              \
-    X(NOMEM, "out of memory")                                                \
-    X(NOTTRACE, "not a memtally trace")                                      \
-    X(VERSION, "unsupported trace version")                                  \
-    X(CORRUPT, "corrupt trace")                                              \
-    X(INVAL, "invalid argument")                                             \
-    X(NOENT, "no such file or directory")                                    \
-    X(ACCES, "permission denied")
-
-enum {
-    MTL_E_FIRST_ = -1000,
-#define MTL_ERR_ENUM_(name, text) MTL_E##name,
-    MTL_ERRNO_MAP(MTL_ERR_ENUM_)
-#undef MTL_ERR_ENUM_
-};
-
-/* The text of an error code returned by any mtl_ call. */
-const char *mtl_strerror(int code);
+/* Error codes and mtl_strerror(): memtally/errors.h. */
 
 /* Stack ids: 0 is the empty stack (no frame). */
 #define MTL_NO_STACK 0u

@@ -248,15 +248,8 @@ EXPORT int mtl_trace_if_requested(void)
     return mtl_start(path, &opt);
 }
 
+/* The in-program API's codes are in the one table of memtally/errors.h. */
 EXPORT const char *mtl_api_strerror(int code)
 {
-    switch (code) {
-    case 0: return "success";
-    case -EBUSY: return "already recording";
-    case -EINVAL: return "invalid argument or state";
-    case -ENOTSUP: return "recording is not possible in this process";
-    case -ENOMEM: return "out of memory";
-    case -EAGAIN: return "cannot start a thread";
-    default: return code < 0 ? strerror(-code) : "unknown";
-    }
+    return mtl_strerror(code);
 }

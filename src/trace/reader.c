@@ -76,20 +76,6 @@ struct mtl_reader {
     uint32_t nstrings;
 };
 
-static const char *const error_text[] = {
-#define MTL_ERR_TEXT_(name, text) text,
-    MTL_ERRNO_MAP(MTL_ERR_TEXT_)
-#undef MTL_ERR_TEXT_
-};
-
-const char *mtl_strerror(int code)
-{
-    int i = code - MTL_E_FIRST_ - 1;
-    if (i >= 0 && (size_t)i < sizeof error_text / sizeof *error_text)
-        return error_text[i];
-    return "unknown error";
-}
-
 static int from_errno(int e)
 {
     switch (e) {

@@ -1,0 +1,190 @@
+/* hmap.c: see hmap.h.  The table is kept at most half full. */
+#include "common/hmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memtally/errors.h"
+
+static inline size_t home(const struct mtl_hmap *m, uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
+static int rehash(struct mtl_hmap *m, size_t cap)
+{
+    unsigned bits = 0;
+    while (((size_t)1 << bits) < cap)
+        bits++;
+    cap = (size_t)1 << bits;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    uint64_t *vals = malloc(cap * sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return MTL_ENOMEM;
+    }
+    struct mtl_hmap n = *m;
+    n.keys = keys;
+    n.vals = vals;
+    n.cap = cap;
+    n.shift = 64 - bits;
+    for (size_t i = 0; i < m->cap; i++) {
+        uint64_t k = m->keys[i];
+        if (!k)
+            continue;
+        size_t j = home(&n, k);
+        while (keys[j])
+            j = (j + 1) & (cap - 1);
+        keys[j] = k;
+        vals[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    *m = n;
+    return 0;
+}
+
+int mtl_hmap_reserve(struct mtl_hmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    return cap > m->cap ? rehash(m, cap) : 0;
+}
+
+int mtl_hmap_get(const struct mtl_hmap *m, uint64_t key, uint64_t *val)
+{
+    if (key == 0) {
+        if (m->has_zero && val)
+            *val = m->zero_val;
+        return m->has_zero;
+    }
+    if (!m->cap)
+        return 0;
+    for (size_t i = home(m, key);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key) {
+            if (val)
+                *val = m->vals[i];
+            return 1;
+        }
+        if (!m->keys[i])
+            return 0;
+    }
+}
+
+uint64_t *mtl_hmap_slot(struct mtl_hmap *m, uint64_t key, int *created)
+{
+    *created = 0;
+    if (key == 0) {
+        if (!m->has_zero) {
+            m->has_zero = 1;
+            m->count++;
+            *created = 1;
+        }
+        return &m->zero_val;
+    }
+    if ((m->count + 1) * 2 > m->cap && rehash(m, m->cap ? m->cap * 2 : 16) < 0)
+        return NULL;
+    size_t i = home(m, key);
+    for (; m->keys[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key)
+            return &m->vals[i];
+    m->keys[i] = key;
+    m->count++;
+    *created = 1;
+    return &m->vals[i];
+}
+
+int mtl_hmap_put(struct mtl_hmap *m, uint64_t key, uint64_t val, uint64_t *old)
+{
+    int created;
+    uint64_t *v = mtl_hmap_slot(m, key, &created);
+    if (!v)
+        return MTL_ENOMEM;
+    if (!created && old)
+        *old = *v;
+    *v = val;
+    return !created;
+}
+
+int mtl_hmap_take(struct mtl_hmap *m, uint64_t key, uint64_t *val)
+{
+    if (key == 0) {
+        if (!m->has_zero)
+            return 0;
+        if (val)
+            *val = m->zero_val;
+        m->has_zero = 0;
+        m->count--;
+        return 1;
+    }
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1, i = home(m, key);
+    for (; m->keys[i] != key; i = (i + 1) & mask)
+        if (!m->keys[i])
+            return 0;
+    if (val)
+        *val = m->vals[i];
+    /* Backward shift: move later entries of the run into the hole when
+     * their home is at or before it (cyclically). */
+    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        size_t h = home(m, m->keys[j]);
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+    m->count--;
+    return 1;
+}
+
+int mtl_hmap_next(const struct mtl_hmap *m, size_t *i, uint64_t *key, uint64_t *val)
+{
+    /* Position 0 is key 0 (if there); table slot k is position k + 1. */
+    if (*i == 0) {
+        *i = 1;
+        if (m->has_zero) {
+            *key = 0;
+            *val = m->zero_val;
+            return 1;
+        }
+    }
+    for (; *i <= m->cap; (*i)++) {
+        size_t s = *i - 1;
+        if (m->keys[s]) {
+            *key = m->keys[s];
+            *val = m->vals[s];
+            (*i)++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void mtl_hmap_clear(struct mtl_hmap *m)
+{
+    if (m->cap)
+        memset(m->keys, 0, m->cap * sizeof *m->keys);
+    m->count = 0;
+    m->has_zero = 0;
+}
+
+void mtl_hmap_release(struct mtl_hmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    *m = (struct mtl_hmap)MTL_HMAP_INIT;
+}
+
+uint64_t mtl_hash_bytes(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return mtl_hash_u64(h);
+}
