@@ -14,16 +14,20 @@ COMMON_SRC  := $(wildcard src/common/*.c)
 TRACE_SRC   := $(wildcard src/trace/*.c)
 PRELOAD_SRC := $(wildcard src/preload/*.c)
 ANALYZE_SRC := $(wildcard src/analyze/*.c)
+RENDER_SRC  := $(wildcard src/render/*.c)
 CLI_SRC     := $(wildcard src/cli/*.c)
 
 # The preload library: no sanitizers (they would shadow the allocator), its
 # own symbols hidden except the hooks, libc's allocator found with dlsym.
-# The recorder reads traces back for mtl_profile_call: the reader and the
-# per-stack totals go in too, hidden like the rest.
+# The recorder reads traces back for mtl_profile_call and folds them with
+# the engine's own view, rows and table renderer: those go in too, hidden
+# like the rest.
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
-               $(B)/pic/src/trace/reader.o $(B)/pic/src/analyze/stackagg.o
+               $(B)/pic/src/trace/reader.o \
+               $(patsubst %,$(B)/pic/src/analyze/%.o,stackagg view rows allocframes) \
+               $(B)/pic/src/render/table.o
 READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(COMMON_SRC:%.c=$(B)/obj/%.o)
-CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(RENDER_SRC:%.c=$(B)/obj/%.o)
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
 READER_LIBS  := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd) -lm
@@ -74,10 +78,10 @@ $(B)/tests/programs/%: tests/programs/%.cc
 	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
 # Unit tests run under ASan and UBSan, with the reader and the analysis
 # code compiled in with them.
-$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(CLI_LIBS)
+	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(CLI_LIBS) -pthread
 
 deps:
 	@sh scripts/install-deps.sh

@@ -77,11 +77,12 @@ struct mtl_profile_options {
     unsigned depth;         /* frames kept per stack; 0: the default */
 };
 
-/* One row of a table: a function and what it allocated itself. */
+/* One row of a table: a function and what it allocated itself (its
+ * site's blocks, as `memtally report` counts them).  Names come from the
+ * process's own symbol tables, so there is no file or line: record a
+ * trace and use `memtally report` for those. */
 struct mtl_result_row {
     const char *function;   /* demangled when possible, else module+0xOFFSET */
-    const char *file;       /* NULL when unknown */
-    unsigned line;
     uint64_t calls, bytes;
     double percent;         /* of the table's bytes */
 };
@@ -116,7 +117,8 @@ enum mtl_print_how {
     MTL_PRINT_ALL = 3,
 };
 
-/* Prints a result in the hprof layout: FUNCTION, CALLS, BYTES, PER CALL, %. */
+/* Prints a result in the layout of `memtally report`: per table a banner,
+ * then FUNCTION, CALLS, BYTES, PER CALL, % and a total row. */
 void mtl_result_print(const struct mtl_result *result, FILE *f, int how);
 
 /* Releases a result; after the call result is invalid. */

@@ -121,6 +121,16 @@ struct mtl_reader;
  * mtl_reader_close() releases. */
 int mtl_reader_open(struct mtl_reader **out, const char *path);
 
+/* The same on a descriptor open for reading: the reader reads it with
+ * pread from offset 0 (so the descriptor's own offset is left alone and it
+ * may be shared) and never closes it; it must stay open until
+ * mtl_reader_close(). */
+int mtl_reader_open_fd(struct mtl_reader **out, int fd);
+
+/* The same on a trace in memory, which must stay there until
+ * mtl_reader_close(). */
+int mtl_reader_open_memory(struct mtl_reader **out, const void *data, size_t size);
+
 /* Reads the next event into *ev.  Returns 1 for an event, 0 at the end of
  * the trace (check mtl_reader_info()->truncated), negative on corruption. */
 int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev);

@@ -7,22 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char mtl_filter_usage[] =
-    "filters (a block is analysed only if it passes all):\n"
-    "  --allocated-between A,B   allocated in [A, B]\n"
-    "  --live-at T               allocated by T and not freed by T\n"
-    "  --live-between A,B        live at some time in [A, B]\n"
-    "  --freed-between A,B       freed in [A, B]\n"
-    "  --never-freed             still live at the end of the trace\n"
-    "  --size MIN..MAX           size in the range (4K, 1.5M...)\n"
-    "  --lifetime MIN..MAX       lifetime in the range (to the end if never freed)\n"
-    "  --inside NAME             a frame of its stack matches NAME (a pattern)\n"
-    "  --not-inside NAME         no frame of its stack matches NAME\n"
-    "  --thread TID              allocated by thread TID (or tN: thread index N)\n"
-    "  --hide NAME               hide frames matching NAME (repeatable)\n"
-    "  --keep-alloc-frames       show operator new, std::allocator and the like\n"
-    "times are from the start of the trace: 2.5s, 300ms, 150us (bare: seconds)\n";
-
 /* Parses a non-negative decimal number with an optional fraction, and the
  * rest of the string into *rest. */
 static int parse_number(const char *s, double *v, const char **rest)
@@ -115,104 +99,40 @@ int mtl_parse_range(const char *s, int comma,
     return 0;
 }
 
-static int add_pattern(const char **list, size_t *n, const char *p)
+int mtl_filter_add_pattern(const char **list, size_t *n, const char *pattern)
 {
-    if (*n >= MTL_MAX_PATTERNS || !*p)
+    if (*n >= MTL_MAX_PATTERNS || !*pattern)
         return -1;
-    list[(*n)++] = p;
+    list[(*n)++] = pattern;
     return 0;
-}
-
-int mtl_filter_option(struct mtl_filter *f, int argc, char **argv, int *i,
-                      char *err, size_t errcap)
-{
-    static const char *const with_value[] = {
-        "--allocated-between", "--live-at", "--live-between", "--freed-between",
-        "--size", "--lifetime", "--inside", "--not-inside", "--thread", "--hide",
-    };
-    const char *opt = argv[*i];
-    if (!strcmp(opt, "--never-freed")) {
-        f->never_freed = 1;
-        (*i)++;
-        return 1;
-    }
-    if (!strcmp(opt, "--keep-alloc-frames")) {
-        f->keep_alloc_frames = 1;
-        (*i)++;
-        return 1;
-    }
-    size_t k, nk = sizeof with_value / sizeof *with_value;
-    const char *val = NULL;
-    for (k = 0; k < nk; k++) {
-        size_t len = strlen(with_value[k]);
-        if (!strncmp(opt, with_value[k], len) && (opt[len] == '\0' || opt[len] == '=')) {
-            val = opt[len] == '=' ? opt + len + 1 : NULL;
-            break;
-        }
-    }
-    if (k == nk)
-        return 0;
-    const char *name = with_value[k];
-    if (!val) {
-        if (*i + 1 >= argc) {
-            snprintf(err, errcap, "%s needs a value", name);
-            return -1;
-        }
-        val = argv[++*i];
-    }
-    (*i)++;
-    int bad = 0;
-    if (!strcmp(name, "--allocated-between"))
-        bad = mtl_parse_range(val, 1, mtl_parse_time, &f->allocated);
-    else if (!strcmp(name, "--freed-between"))
-        bad = mtl_parse_range(val, 1, mtl_parse_time, &f->freed);
-    else if (!strcmp(name, "--live-between"))
-        bad = mtl_parse_range(val, 1, mtl_parse_time, &f->live_between);
-    else if (!strcmp(name, "--live-at"))
-        bad = mtl_parse_time(val, &f->live_at), f->live_at_set = 1;
-    else if (!strcmp(name, "--size"))
-        bad = mtl_parse_range(val, 0, mtl_parse_size, &f->size);
-    else if (!strcmp(name, "--lifetime"))
-        bad = mtl_parse_range(val, 0, mtl_parse_time, &f->lifetime);
-    else if (!strcmp(name, "--inside"))
-        bad = add_pattern(f->inside, &f->ninside, val);
-    else if (!strcmp(name, "--not-inside"))
-        bad = add_pattern(f->not_inside, &f->nnot_inside, val);
-    else if (!strcmp(name, "--hide"))
-        bad = add_pattern(f->hide, &f->nhide, val);
-    else if (!strcmp(name, "--thread")) {
-        const char *digits = val;
-        f->thread_is_index = val[0] == 't';
-        digits += f->thread_is_index;
-        char *end;
-        errno = 0;
-        unsigned long t = strtoul(digits, &end, 10);
-        bad = !*digits || *end || errno || t > UINT32_MAX ? -1 : 0;
-        f->thread = (uint32_t)t;
-        f->thread_set = 1;
-    }
-    if (bad) {
-        if (!strcmp(name, "--size"))
-            snprintf(err, errcap, "%s: bad size range '%s' (like 16..4K)", name, val);
-        else if (!strcmp(name, "--lifetime"))
-            snprintf(err, errcap, "%s: bad time range '%s' (like 1ms..2s)", name, val);
-        else if (strstr(name, "between"))
-            snprintf(err, errcap, "%s: bad time range '%s' (like 1.5s,3s)", name, val);
-        else if (!strcmp(name, "--live-at"))
-            snprintf(err, errcap, "%s: bad time '%s' (like 2.5s, 300ms, 150us)", name, val);
-        else if (!strcmp(name, "--thread"))
-            snprintf(err, errcap, "%s: bad thread '%s' (a thread id, or tN)", name, val);
-        else
-            snprintf(err, errcap, "%s: bad or too many patterns", name);
-        return -1;
-    }
-    return 1;
 }
 
 int mtl_filter_decidable_at_alloc(const struct mtl_filter *f)
 {
     return !f->live_at_set && !f->live_between.set && !f->freed.set &&
            !f->never_freed && !f->lifetime.set;
+}
+
+int mtl_filter_on_stacks(const struct mtl_filter *f)
+{
+    return f->ninside || f->nnot_inside;
+}
+
+static int same_patterns(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
+int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b)
+{
+    return a->keep_alloc_frames == b->keep_alloc_frames &&
+           same_patterns(a->hide, a->nhide, b->hide, b->nhide) &&
+           same_patterns(a->wrappers, a->nwrappers, b->wrappers, b->nwrappers);
 }
 
 static int in_range(const struct mtl_range *r, uint64_t v)

@@ -1,7 +1,8 @@
 /*
- * filter.h: the block filters shared by every analysis command
- * (docs/ANALYSIS.md, "Filters"), and the parsing of times, sizes and
- * ranges they take.
+ * filter.h: what a query selects and how it names frames: the block
+ * filters shared by every analysis (docs/ANALYSIS.md, "Filters"), the
+ * frame options of the view (--hide, --wrapper, --keep-alloc-frames), and
+ * the parsing of the times, sizes and ranges they take.
  *
  * A filter is a conjunction of conditions on a block.  Some can be decided
  * when the block is allocated (size, thread, stack, allocation time); the
@@ -35,8 +36,11 @@ struct mtl_filter {
     size_t ninside;
     const char *not_inside[MTL_MAX_PATTERNS];
     size_t nnot_inside;
+    /* How frames are named (the view): not conditions on blocks. */
     const char *hide[MTL_MAX_PATTERNS];
     size_t nhide;
+    const char *wrappers[MTL_MAX_PATTERNS];
+    size_t nwrappers;
     int keep_alloc_frames;
 };
 
@@ -52,20 +56,18 @@ int mtl_parse_size(const char *s, uint64_t *bytes);
 int mtl_parse_range(const char *s, int comma,
                     int (*parse)(const char *, uint64_t *), struct mtl_range *r);
 
-/* If argv[*i] is a filter option, consumes it (and its value), advancing
- * *i past it, and returns 1; returns 0 when it is not one, and -1 with a
- * message in err when it is malformed. */
-int mtl_filter_option(struct mtl_filter *f, int argc, char **argv, int *i,
-                      char *err, size_t errcap);
-
-/* The usage lines for the filter options. */
-extern const char mtl_filter_usage[];
+/* Adds a pattern to one of the filter's lists (inside, not_inside, hide,
+ * wrappers); -1 when the list is full or the pattern empty. */
+int mtl_filter_add_pattern(const char **list, size_t *n, const char *pattern);
 
 /* 1 when every condition can be decided at allocation time. */
 int mtl_filter_decidable_at_alloc(const struct mtl_filter *f);
 
+/* 1 when some condition is on the stack (inside, not inside). */
+int mtl_filter_on_stacks(const struct mtl_filter *f);
+
 /* The conditions decidable at allocation, but the stack ones (those are
- * the view's: mtl_view_passes). */
+ * the scan's, through the view). */
 int mtl_filter_at_alloc(const struct mtl_filter *f, uint64_t size,
                         uint32_t tid, uint32_t thread_index, uint64_t alloc_us);
 
@@ -73,5 +75,8 @@ int mtl_filter_at_alloc(const struct mtl_filter *f, uint64_t size,
  * still live when the trace ended at end_us. */
 int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_us,
                        uint64_t free_us, uint64_t end_us);
+
+/* 1 when the two filters name frames alike (same view). */
+int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b);
 
 #endif

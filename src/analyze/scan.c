@@ -6,10 +6,13 @@
 
 #include "analyze/ptrmap.h"
 #include "analyze/view.h"
+#include "common/bitset.h"
+#include "memtally/errors.h"
+#include "trace/defs.h"
 
 struct scan {
     const struct mtl_filter *f;
-    struct mtl_view *v;
+    const struct mtl_scan_input *in;
     struct mtl_reader *r;
     const struct mtl_scan_ops *ops;
     void *arg;
@@ -17,19 +20,57 @@ struct scan {
     uint64_t allocations, frees;
     uint64_t seq;      /* allocations and frees seen, matched or not */
     uint64_t end_us;
-    /* two-pass mode: bit per allocation ordinal */
-    uint8_t *bits;
-    size_t bits_cap;
+    struct mtl_bitset passed; /* two-pass mode: bit per allocation ordinal */
+    int8_t *stack_ok;  /* per stack: -1 unknown, 0, 1 (inside, not inside) */
+    uint32_t stack_ok_cap;
     int pass;          /* 1: deciding (no callbacks), 2 or single: reporting */
     int two_pass;
     int at_alloc;      /* blocks reported at their allocation (alloc_only) */
     int alloc_filters; /* any condition to check at allocation */
+    int stopped;       /* a callback asked to stop */
 };
 
 static uint32_t tid_of(const struct mtl_reader *r, uint32_t thread)
 {
     const struct mtl_thread *t = mtl_reader_thread(r, thread);
     return t ? t->tid : 0;
+}
+
+/* 1 if the stack passes --inside and --not-inside, 0 if not, negative on
+ * error; cached per stack. */
+static int stack_passes(struct scan *s, uint32_t stack)
+{
+    const struct mtl_filter *f = s->f;
+    if (!f->ninside && !f->nnot_inside)
+        return 1;
+    if (stack >= s->stack_ok_cap) {
+        uint32_t cap = s->stack_ok_cap ? s->stack_ok_cap : 1024;
+        while (cap <= stack)
+            cap *= 2;
+        int8_t *p = realloc(s->stack_ok, cap);
+        if (!p)
+            return MTL_ENOMEM;
+        memset(p + s->stack_ok_cap, -1, cap - s->stack_ok_cap);
+        s->stack_ok = p;
+        s->stack_ok_cap = cap;
+    }
+    if (s->stack_ok[stack] >= 0)
+        return s->stack_ok[stack];
+    int ok = 1;
+    for (size_t i = 0; ok && i < f->ninside; i++) {
+        int m = mtl_view_stack_matches(s->in->v, stack, f->inside[i]);
+        if (m < 0)
+            return m;
+        ok = m;
+    }
+    for (size_t i = 0; ok && i < f->nnot_inside; i++) {
+        int m = mtl_view_stack_matches(s->in->v, stack, f->not_inside[i]);
+        if (m < 0)
+            return m;
+        ok = !m;
+    }
+    s->stack_ok[stack] = (int8_t)ok;
+    return ok;
 }
 
 static void fill_block(const struct scan *s, struct mtl_block *b, uint64_t ptr,
@@ -46,53 +87,178 @@ static void fill_block(const struct scan *s, struct mtl_block *b, uint64_t ptr,
     b->thread = v->thread;
     b->weight_count = v->weight_count;
     b->weight_bytes = v->weight_bytes;
-    b->temporary = free_us != MTL_NEVER && s->allocations == v->ordinal + 1;
-}
-
-static int set_bit(struct scan *s, uint64_t ordinal)
-{
-    size_t byte = (size_t)(ordinal >> 3);
-    if (byte >= s->bits_cap) {
-        size_t cap = s->bits_cap ? s->bits_cap * 2 : 1 << 16;
-        while (cap <= byte)
-            cap *= 2;
-        uint8_t *b = realloc(s->bits, cap);
-        if (!b)
-            return -1;
-        memset(b + s->bits_cap, 0, cap - s->bits_cap);
-        s->bits = b;
-        s->bits_cap = cap;
-    }
-    s->bits[byte] |= (uint8_t)(1u << (ordinal & 7));
-    return 0;
-}
-
-static int get_bit(const struct scan *s, uint64_t ordinal)
-{
-    size_t byte = (size_t)(ordinal >> 3);
-    return byte < s->bits_cap && (s->bits[byte] >> (ordinal & 7)) & 1;
+    b->temporary = free_us != MTL_NEVER && s->seq == v->seq + 1;
+    b->free_lost = 0;
 }
 
 /* A block's fate is known: decide the rest of the filters, report it. */
+static int settle_as(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *v,
+                     uint64_t free_us, int lost)
+{
+    if (s->pass == 2)
+        return 0; /* reported in pass 1; pass 2 is for the events */
+    if (!mtl_filter_at_free(s->f, v->time_us, free_us, s->end_us))
+        return 0;
+    if (s->two_pass && mtl_bitset_set(&s->passed, v->ordinal) < 0)
+        return MTL_ENOMEM;
+    struct mtl_block b;
+    fill_block(s, &b, ptr, v, free_us);
+    if (lost) {
+        b.temporary = 0;
+        b.free_lost = 1;
+    }
+    if (s->ops->block && s->ops->block(s->arg, &b) != 0) {
+        s->stopped = 1;
+        return MTL_ESTOPPED;
+    }
+    return 0;
+}
+
 static int settle(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *v,
                   uint64_t free_us)
 {
-    if (s->pass == 2)
-        return 0; /* reported in pass 1's decisions, through events */
-    if (!mtl_filter_at_free(s->f, v->time_us, free_us, s->end_us))
-        return 0;
-    if (s->two_pass && set_bit(s, v->ordinal) < 0)
-        return -1;
-    struct mtl_block b;
-    fill_block(s, &b, ptr, v, free_us);
-    return s->ops->block ? s->ops->block(s->arg, &b) : 0;
+    return settle_as(s, ptr, v, free_us, 0);
 }
+
+static int settle_lost(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *v,
+                       uint64_t free_us)
+{
+    return settle_as(s, ptr, v, free_us, 1);
+}
+
+static int call_event(struct scan *s, const struct mtl_event *ev, const struct mtl_block *b,
+                      int passes)
+{
+    if (s->ops->event(s->arg, ev, b, passes) != 0) {
+        s->stopped = 1;
+        return MTL_ESTOPPED;
+    }
+    return 0;
+}
+
+static void progress(struct scan *s, uint64_t *next)
+{
+    uint64_t at, size;
+    mtl_reader_position(s->r, &at, &size);
+    if (size && at >= *next) {
+        s->ops->progress(s->arg, (double)at / (double)size);
+        *next = at + size / 100;
+    }
+}
+
+/* The block old at ev's address ends at ev, whose free was not
+ * recorded: settled as freed then, and shown to event consumers as a free
+ * just before ev (with ev's sequence number, which it does not use up). */
+static int lost_free(struct scan *s, const struct mtl_event *ev,
+                     const struct mtl_ptrmap_val *old)
+{
+    int rc;
+    if ((rc = settle_lost(s, ev->ptr, old, ev->time_us)) < 0)
+        return rc;
+    if (s->ops->event && s->pass != 1) {
+        struct mtl_event fev = { .type = MTL_EV_FREE, .time_us = ev->time_us,
+                                 .thread = ev->thread, .ptr = ev->ptr };
+        struct mtl_block b;
+        fill_block(s, &b, ev->ptr, old, ev->time_us);
+        b.temporary = 0;
+        b.free_lost = 1;
+        int passes = s->pass == 2 ? mtl_bitset_test(&s->passed, old->ordinal)
+                                  : mtl_filter_decidable_at_alloc(s->f);
+        if ((rc = call_event(s, &fev, &b, passes)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int on_alloc(struct scan *s, const struct mtl_event *ev)
+{
+    struct mtl_ptrmap_val v = {
+        .size = ev->size, .time_us = ev->time_us, .ordinal = s->allocations,
+        .seq = s->seq, .stack = ev->stack, .thread = ev->thread,
+        .weight_count = ev->weight_count, .weight_bytes = ev->weight_bytes,
+    };
+    int rc;
+    s->allocations++;
+    /* The view needs the stack's nodes: the reader's arrays may have grown
+     * (and moved) since the definitions were last taken. */
+    if (s->in->d && mtl_reader_stack_count(s->r) != s->in->d->nnodes && s->pass != 2)
+        mtl__reader_defs(s->r, s->in->d);
+    int passes = !s->alloc_filters ||
+                 mtl_filter_at_alloc(s->f, ev->size, tid_of(s->r, ev->thread), ev->thread,
+                                     ev->time_us);
+    if (passes && (passes = stack_passes(s, ev->stack)) < 0)
+        return passes;
+    if (s->at_alloc) {
+        /* Only what is known at allocation: no fill_block. */
+        s->seq++;
+        if (!passes)
+            return 0;
+        struct mtl_block b = {
+            .ptr = ev->ptr, .size = ev->size, .alloc_us = ev->time_us,
+            .free_us = MTL_NEVER, .ordinal = v.ordinal, .alloc_seq = v.seq,
+            .free_seq = MTL_NEVER, .stack = ev->stack, .thread = ev->thread,
+            .weight_count = ev->weight_count, .weight_bytes = ev->weight_bytes,
+        };
+        if (s->ops->block(s->arg, &b) != 0) {
+            s->stopped = 1;
+            return MTL_ESTOPPED;
+        }
+        return 0;
+    }
+    /* An address allocated again without a free between: its free was
+     * lost (recording was paused), so the old block ends here. */
+    struct mtl_ptrmap_val old;
+    if (mtl_ptrmap_take(&s->live, ev->ptr, &old) && (rc = lost_free(s, ev, &old)) < 0)
+        return rc;
+    /* Only blocks that may pass are followed; the others' frees then look
+     * like frees of unknown blocks, which is all they are to the analysis. */
+    if (passes && mtl_ptrmap_put(&s->live, ev->ptr, &v, NULL) < 0)
+        return MTL_ENOMEM;
+    if (s->ops->event && s->pass != 1) {
+        struct mtl_block b;
+        fill_block(s, &b, ev->ptr, &v, MTL_NEVER);
+        b.temporary = 0;
+        if (s->pass == 2)
+            passes = mtl_bitset_test(&s->passed, v.ordinal);
+        if ((rc = call_event(s, ev, &b, passes)) < 0)
+            return rc;
+    }
+    s->seq++;
+    return 0;
+}
+
+static int on_free(struct scan *s, const struct mtl_event *ev)
+{
+    struct mtl_ptrmap_val v;
+    int rc, known = mtl_ptrmap_take(&s->live, ev->ptr, &v);
+    s->frees += (uint64_t)known;
+    if (known && (rc = settle(s, ev->ptr, &v, ev->time_us)) < 0)
+        return rc;
+    if (s->ops->event && s->pass != 1) {
+        struct mtl_block b;
+        int passes = 0;
+        if (known) {
+            fill_block(s, &b, ev->ptr, &v, ev->time_us);
+            passes = s->pass == 2 ? mtl_bitset_test(&s->passed, v.ordinal)
+                                  : mtl_filter_decidable_at_alloc(s->f);
+        }
+        if ((rc = call_event(s, ev, known ? &b : NULL, passes)) < 0)
+            return rc;
+    }
+    s->seq++;
+    return 0;
+}
+
+struct remaining {
+    struct scan *s;
+    int rc;
+};
 
 static void report_remaining(uint64_t key, const struct mtl_ptrmap_val *v, void *arg)
 {
-    struct scan *s = arg;
-    if (settle(s, key, v, MTL_NEVER) != 0)
-        s->end_us = UINT64_MAX; /* remember that a callback stopped us */
+    struct remaining *rem = arg;
+    if (rem->rc == 0)
+        rem->rc = settle(rem->s, key, v, MTL_NEVER);
 }
 
 static int one_pass(struct scan *s)
@@ -102,122 +268,57 @@ static int one_pass(struct scan *s)
     uint64_t next_progress = 0;
     unsigned n = 0;
     while ((rc = mtl_reader_next(s->r, &ev)) > 0) {
-        if (s->ops->progress && s->pass != 2 && ++n % 65536 == 0) {
-            uint64_t at, size;
-            mtl_reader_position(s->r, &at, &size);
-            if (size && at >= next_progress) {
-                s->ops->progress(s->arg, (double)at / (double)size);
-                next_progress = at + size / 100;
-            }
-        }
+        if (s->ops->progress && s->pass != 2 && ++n % 65536 == 0)
+            progress(s, &next_progress);
         if (ev.type == MTL_EV_ALLOC) {
-            struct mtl_ptrmap_val v = {
-                .size = ev.size, .time_us = ev.time_us, .ordinal = s->allocations,
-                .seq = s->seq,
-                .stack = ev.stack, .thread = ev.thread,
-                .weight_count = ev.weight_count, .weight_bytes = ev.weight_bytes,
-            };
-            s->allocations++;
-            int passes = !s->alloc_filters ||
-                         mtl_filter_at_alloc(s->f, ev.size, tid_of(s->r, ev.thread),
-                                             ev.thread, ev.time_us);
-            if (passes) {
-                int p = mtl_view_passes(s->v, ev.stack);
-                if (p < 0)
-                    return p;
-                passes = p;
-            }
+            rc = on_alloc(s, &ev);
+        } else if (ev.type == MTL_EV_FREE) {
             if (s->at_alloc) {
-                /* Only what is known at allocation: no fill_block. */
                 s->seq++;
-                if (!passes)
-                    continue;
-                struct mtl_block b = {
-                    .ptr = ev.ptr, .size = ev.size, .alloc_us = ev.time_us,
-                    .free_us = MTL_NEVER, .ordinal = v.ordinal, .alloc_seq = v.seq,
-                    .free_seq = MTL_NEVER, .stack = ev.stack, .thread = ev.thread,
-                    .weight_count = ev.weight_count, .weight_bytes = ev.weight_bytes,
-                };
-                if ((rc = s->ops->block(s->arg, &b)) != 0)
-                    return -1;
                 continue;
             }
-            /* Only blocks that may pass are followed; the others' frees
-             * then look like frees of unknown blocks, which is all they
-             * are to the analysis. */
-            if (passes) {
-                struct mtl_ptrmap_val old;
-                int put = mtl_ptrmap_put(&s->live, ev.ptr, &v, &old);
-                if (put < 0)
-                    return -1;
-            } else {
-                mtl_ptrmap_take(&s->live, ev.ptr, NULL); /* a lost free */
-            }
-            if (s->ops->event && s->pass != 1) {
-                struct mtl_block b;
-                fill_block(s, &b, ev.ptr, &v, MTL_NEVER);
-                b.temporary = 0;
-                if (s->pass == 2)
-                    passes = get_bit(s, v.ordinal);
-                if ((rc = s->ops->event(s->arg, &ev, &b, passes)) != 0)
-                    return -1;
-            }
-            s->seq++;
-        } else if (ev.type == MTL_EV_FREE && s->at_alloc) {
-            s->seq++;
-        } else if (ev.type == MTL_EV_FREE) {
-            struct mtl_ptrmap_val v;
-            int known = mtl_ptrmap_take(&s->live, ev.ptr, &v);
-            s->frees += known;
-            if (known && (rc = settle(s, ev.ptr, &v, ev.time_us)) != 0)
-                return rc < 0 ? rc : -1;
-            if (s->ops->event && s->pass != 1) {
-                struct mtl_block b;
-                int passes = 0;
-                if (known) {
-                    fill_block(s, &b, ev.ptr, &v, ev.time_us);
-                    passes = s->pass == 2 ? get_bit(s, v.ordinal)
-                                          : mtl_filter_decidable_at_alloc(s->f);
-                }
-                if (s->ops->event(s->arg, &ev, known ? &b : NULL, passes) != 0)
-                    return -1;
-            }
-            s->seq++;
-        } else if (s->ops->event && s->pass != 1) {
-            if (s->ops->event(s->arg, &ev, NULL, 0) != 0)
-                return -1;
+            rc = on_free(s, &ev);
+        } else {
+            /* Threads and modules come with these: the definitions grow. */
+            if (s->in->d && s->pass != 2)
+                mtl__reader_defs(s->r, s->in->d);
+            if (s->ops->event && s->pass != 1)
+                rc = call_event(s, &ev, NULL, 0);
         }
+        if (rc < 0)
+            return rc;
     }
     if (rc < 0)
         return rc;
     s->end_us = mtl_reader_info(s->r)->duration_us;
-    if (s->pass != 2) {
-        mtl_ptrmap_each(&s->live, report_remaining, s);
-        if (s->end_us == UINT64_MAX)
-            return -1;
+    if (s->in->d && s->pass != 2)
+        mtl__reader_defs(s->r, s->in->d);
+    if (s->pass != 2 && !s->at_alloc) {
+        struct remaining rem = { s, 0 };
+        mtl_ptrmap_each(&s->live, report_remaining, &rem);
+        return rem.rc;
     }
     return 0;
 }
 
-int mtl_scan(const char *path, struct mtl_reader *r, struct mtl_view *v,
-             const struct mtl_filter *f, const struct mtl_scan_ops *ops,
-             void *arg, struct mtl_scan_result *res)
+int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
+             const struct mtl_scan_ops *ops, void *arg, struct mtl_scan_result *res)
 {
-    struct scan s = { .f = f, .v = v, .r = r, .ops = ops, .arg = arg };
+    struct scan s = { .f = f, .in = in, .r = in->r, .ops = ops, .arg = arg };
     s.two_pass = ops->event && !mtl_filter_decidable_at_alloc(f);
     s.pass = s.two_pass ? 1 : 0;
     s.at_alloc = ops->alloc_only && ops->block && !ops->event &&
                  mtl_filter_decidable_at_alloc(f);
     s.alloc_filters = f->size.set || f->allocated.set || f->thread_set;
     if (s.at_alloc)
-        mtl_reader_skip_pointers(r, 1); /* nothing is matched by address */
+        mtl_reader_skip_pointers(in->r, 1); /* nothing is matched by address */
     /* end_us is needed by --lifetime for blocks never freed, before the
      * end is reached: the duration is known only at the end, so those are
      * settled after the loop (report_remaining). */
     int rc = one_pass(&s);
     struct mtl_reader *r2 = NULL;
     if (rc == 0 && s.two_pass) {
-        rc = mtl_reader_open(&r2, path);
+        rc = in->reopen(in->reopen_arg, &r2);
         if (rc == 0) {
             mtl_ptrmap_release(&s.live);
             s.r = r2;
@@ -229,10 +330,11 @@ int mtl_scan(const char *path, struct mtl_reader *r, struct mtl_view *v,
     if (res) {
         res->allocations = s.allocations;
         res->frees = s.frees;
-        res->end_us = mtl_reader_info(r)->duration_us;
+        res->end_us = mtl_reader_info(in->r)->duration_us;
     }
     mtl_reader_close(r2);
     mtl_ptrmap_release(&s.live);
-    free(s.bits);
+    mtl_bitset_release(&s.passed);
+    free(s.stack_ok);
     return rc;
 }

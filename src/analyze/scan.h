@@ -1,7 +1,7 @@
 /*
- * scan.h: one pass over a trace that turns events into blocks (an
- * allocation with its fate) and applies the filters (filter.h, view.h):
- * the loop under every analysis command.
+ * scan.h: one pass over a trace's events that turns them into blocks (an
+ * allocation with its fate) and applies the filters (filter.h): the loop
+ * under every analysis when the trace is read as a stream.
  *
  * A block is reported to ops->block when its fate is known: at its free,
  * or at the end of the trace for blocks never freed.  ops->event, when
@@ -19,6 +19,7 @@
 #include "memtally/trace.h"
 
 struct mtl_view;
+struct mtl_defs;
 
 struct mtl_block {
     uint64_t ptr, size;
@@ -28,7 +29,11 @@ struct mtl_block {
                                     (from 0); free_seq MTL_NEVER if never */
     uint32_t stack, thread;      /* thread: the trace's thread index */
     double weight_count, weight_bytes;
-    int temporary;               /* no other allocation before its free */
+    int temporary;               /* freed right after it was allocated: no
+                                    other allocation or free in between */
+    int free_lost;               /* its free was not recorded (recording
+                                    was paused): it ends where its address
+                                    was allocated again */
 };
 
 struct mtl_scan_ops {
@@ -54,12 +59,21 @@ struct mtl_scan_result {
     uint64_t end_us;              /* the trace's duration */
 };
 
-/* Scans the trace r (opened on path, just after mtl_reader_open) with
- * view v (on r) and filter f.  Returns 0, or a negative MTL_E* code when
- * the trace is corrupt (what came before was reported), or -1 when a
- * callback stopped it or memory ran out. */
-int mtl_scan(const char *path, struct mtl_reader *r, struct mtl_view *v,
-             const struct mtl_filter *f, const struct mtl_scan_ops *ops,
-             void *arg, struct mtl_scan_result *res);
+/* Where a scan reads: r, just opened (or positioned at the start of its
+ * events); reopen gives a new reader on the same trace for a second pass;
+ * d the definitions the view v uses, refreshed from r as it reads. */
+struct mtl_scan_input {
+    struct mtl_reader *r;
+    int (*reopen)(void *arg, struct mtl_reader **out);
+    void *reopen_arg;
+    struct mtl_defs *d;
+    struct mtl_view *v;
+};
+
+/* Scans with filter f.  Returns 0, or a negative MTL_E* code when the
+ * trace is corrupt (what came before was reported), MTL_ENOMEM, or
+ * MTL_ESTOPPED when a callback stopped it. */
+int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
+             const struct mtl_scan_ops *ops, void *arg, struct mtl_scan_result *res);
 
 #endif

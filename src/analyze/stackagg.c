@@ -2,113 +2,109 @@
 #include "analyze/stackagg.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-#include "memtally/trace.h"
+#include "memtally/errors.h"
 
-static size_t slot_of(uint32_t thread, uint32_t stack, size_t mask)
+static struct mtl_stackagg_entry *new_entry(struct mtl_stackagg *a, uint32_t thread,
+                                            uint32_t stack)
 {
-    uint64_t k = ((uint64_t)thread << 32 | stack) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(k >> 17) & mask;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 1024;
+        struct mtl_stackagg_entry *e = realloc(a->e, cap * sizeof *e);
+        if (!e)
+            return NULL;
+        a->e = e;
+        a->cap = cap;
+    }
+    struct mtl_stackagg_entry *e = &a->e[a->n++];
+    *e = (struct mtl_stackagg_entry){ thread, stack, 0, 0, 0 };
+    return e;
 }
 
-static int grow(struct mtl_stackagg *a)
+static struct mtl_stackagg_entry *entry_of(struct mtl_stackagg *a, uint32_t thread,
+                                           uint32_t stack)
 {
-    size_t cap = a->cap ? a->cap * 2 : 1024;
-    struct mtl_stackagg_entry *e = malloc(cap * sizeof *e);
+    if (!a->per_thread) {
+        if (stack >= a->dense_cap) {
+            size_t cap = a->dense_cap ? a->dense_cap : 1024;
+            while (cap <= stack)
+                cap *= 2;
+            uint32_t *d = realloc(a->dense, cap * sizeof *d);
+            if (!d)
+                return NULL;
+            memset(d + a->dense_cap, 0, (cap - a->dense_cap) * sizeof *d);
+            a->dense = d;
+            a->dense_cap = cap;
+        }
+        if (a->dense[stack])
+            return &a->e[a->dense[stack] - 1];
+        struct mtl_stackagg_entry *e = new_entry(a, 0, stack);
+        if (e)
+            a->dense[stack] = (uint32_t)a->n;
+        return e;
+    }
+    int created;
+    uint64_t *slot = mtl_hmap_slot(&a->index, (uint64_t)thread << 32 | stack, &created);
+    if (!slot)
+        return NULL;
+    if (!created)
+        return &a->e[*slot];
+    struct mtl_stackagg_entry *e = new_entry(a, thread, stack);
+    if (!e) {
+        mtl_hmap_take(&a->index, (uint64_t)thread << 32 | stack, NULL);
+        return NULL;
+    }
+    *slot = a->n - 1;
+    return e;
+}
+
+int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
+                     double calls, double bytes, double extra)
+{
+    struct mtl_stackagg_entry *e = entry_of(a, a->per_thread ? thread : 0, stack);
     if (!e)
         return MTL_ENOMEM;
-    for (size_t i = 0; i < cap; i++)
-        e[i].calls = -1;
-    for (size_t i = 0; i < a->cap; i++) {
-        if (a->e[i].calls < 0)
-            continue;
-        size_t j = slot_of(a->e[i].thread, a->e[i].stack, cap - 1);
-        while (e[j].calls >= 0)
-            j = (j + 1) & (cap - 1);
-        e[j] = a->e[i];
-    }
-    free(a->e);
-    a->e = e;
-    a->cap = cap;
-    a->last = NULL;
-    return 0;
-}
-
-/* Without threads: the entry of a stack is dense[stack]. */
-static int add_dense(struct mtl_stackagg *a, uint32_t stack, double calls,
-                     double bytes, double extra)
-{
-    if (stack >= a->dense_cap) {
-        size_t cap = a->dense_cap ? a->dense_cap : 1024;
-        while (cap <= stack)
-            cap *= 2;
-        struct mtl_stackagg_entry *d = realloc(a->dense, cap * sizeof *d);
-        if (!d)
-            return MTL_ENOMEM;
-        for (size_t i = a->dense_cap; i < cap; i++)
-            d[i] = (struct mtl_stackagg_entry){ 0, (uint32_t)i, -1, 0, 0 };
-        a->dense = d;
-        a->dense_cap = cap;
-    }
-    struct mtl_stackagg_entry *e = &a->dense[stack];
-    if (e->calls < 0) {
-        e->calls = 0;
-        a->count++;
-    }
     e->calls += calls;
     e->bytes += bytes;
     e->extra += extra;
     return 0;
 }
 
-int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
-                     double calls, double bytes, double extra)
+int mtl_stackagg_merge(struct mtl_stackagg *a, const struct mtl_stackagg *from)
 {
-    if (!a->per_thread)
-        return add_dense(a, stack, calls, bytes, extra);
-    /* Runs of the same stack are common: try the last entry first. */
-    struct mtl_stackagg_entry *last = a->last;
-    if (last && last->thread == thread && last->stack == stack) {
-        last->calls += calls;
-        last->bytes += bytes;
-        last->extra += extra;
-        return 0;
+    for (size_t i = 0; i < from->n; i++) {
+        const struct mtl_stackagg_entry *f = &from->e[i];
+        int rc = mtl_stackagg_add(a, f->thread, f->stack, f->calls, f->bytes, f->extra);
+        if (rc < 0)
+            return rc;
     }
-    if ((a->count + 1) * 2 > a->cap && grow(a) < 0)
-        return MTL_ENOMEM;
-    size_t mask = a->cap - 1, i = slot_of(thread, stack, mask);
-    for (; a->e[i].calls >= 0; i = (i + 1) & mask) {
-        if (a->e[i].thread == thread && a->e[i].stack == stack) {
-            a->e[i].calls += calls;
-            a->e[i].bytes += bytes;
-            a->e[i].extra += extra;
-            a->last = &a->e[i];
-            return 0;
-        }
-    }
-    a->e[i] = (struct mtl_stackagg_entry){ thread, stack, calls, bytes, extra };
-    a->count++;
-    a->last = &a->e[i];
     return 0;
 }
 
-void mtl_stackagg_each(const struct mtl_stackagg *a,
-                       void (*fn)(const struct mtl_stackagg_entry *e, void *arg),
-                       void *arg)
+void mtl_stackagg_totals(const struct mtl_stackagg *a, double *calls, double *bytes,
+                         double *extra)
 {
-    for (size_t i = 0; i < a->cap; i++)
-        if (a->e[i].calls >= 0)
-            fn(&a->e[i], arg);
-    for (size_t i = 0; i < a->dense_cap; i++)
-        if (a->dense[i].calls >= 0)
-            fn(&a->dense[i], arg);
+    double c = 0, b = 0, x = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        c += a->e[i].calls;
+        b += a->e[i].bytes;
+        x += a->e[i].extra;
+    }
+    if (calls)
+        *calls = c;
+    if (bytes)
+        *bytes = b;
+    if (extra)
+        *extra = x;
 }
 
 void mtl_stackagg_release(struct mtl_stackagg *a)
 {
     free(a->e);
     free(a->dense);
-    a->e = a->dense = NULL;
-    a->last = NULL;
-    a->cap = a->count = a->dense_cap = 0;
+    mtl_hmap_release(&a->index);
+    a->e = NULL;
+    a->dense = NULL;
+    a->n = a->cap = a->dense_cap = 0;
 }

@@ -9,30 +9,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/hmap.h"
+
 struct mtl_stackagg_entry {
     uint32_t thread, stack;
     double calls, bytes;   /* weights: exact counts in full mode */
-    double extra;          /* a third total a command may use */
+    double extra;          /* a third total an analysis may use */
 };
 
+/* Entries are kept in an array in order of first addition.  Without
+ * threads (per_thread 0: every entry's thread is 0) a stack id indexes a
+ * dense table of entry numbers; with threads, a hash map of (thread,
+ * stack) does. */
 struct mtl_stackagg {
-    struct mtl_stackagg_entry *e; /* open addressing; calls < 0: empty */
-    size_t cap, count;
-    int per_thread;               /* 0: thread is always 0 */
-    struct mtl_stackagg_entry *last; /* the entry added to last */
-    /* Without threads, stack ids (dense, from 0) index an array directly. */
-    struct mtl_stackagg_entry *dense;
+    int per_thread;                    /* set before the first add */
+    struct mtl_stackagg_entry *e;
+    size_t n, cap;
+    struct mtl_hmap index;             /* per_thread: (thread << 32 | stack) -> entry */
+    uint32_t *dense;                   /* !per_thread: stack -> entry + 1 */
     size_t dense_cap;
 };
+
+#define MTL_STACKAGG_INIT(per_thread) { (per_thread), NULL, 0, 0, MTL_HMAP_INIT, NULL, 0 }
 
 /* Adds to (thread, stack).  Returns 0 or MTL_ENOMEM. */
 int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,
                      double calls, double bytes, double extra);
 
-/* Calls fn for each entry, in no particular order. */
-void mtl_stackagg_each(const struct mtl_stackagg *a,
-                       void (*fn)(const struct mtl_stackagg_entry *e, void *arg),
-                       void *arg);
+/* Adds every entry of from into a.  0 or MTL_ENOMEM. */
+int mtl_stackagg_merge(struct mtl_stackagg *a, const struct mtl_stackagg *from);
+
+/* The totals of all entries. */
+void mtl_stackagg_totals(const struct mtl_stackagg *a, double *calls, double *bytes,
+                         double *extra);
 
 void mtl_stackagg_release(struct mtl_stackagg *a);
 

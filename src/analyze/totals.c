@@ -1,96 +1,110 @@
-/* totals.c: see totals.h.  Frees count only when they match a block
- * allocated in the same trace (a forked child freeing its parent's
- * blocks, say); the others are unmatched_frees. */
-#include "analyze/totals.h"
-
-#include <stdlib.h>
+/*
+ * totals.c: the totals of a whole trace, as valgrind's "total heap usage"
+ * counts them, with the peak of live bytes: what `memtally info` prints,
+ * what `memtally record --max-peak/--max-leak` checks and what `memtally
+ * top` shows.  Frees count only when they match a block allocated in the
+ * same trace (a forked child freeing its parent's blocks, say); the others
+ * are unmatched_frees.
+ */
 #include <string.h>
 
-#include "analyze/ptrmap.h"
-#include "memtally/trace.h"
+#include "analyze/internal.h"
+#include "memtally/errors.h"
+#include "trace/defs.h"
 
-/* Sets bit i of a growing bitset: 1 if it was clear, 0 if set already,
- * -1 when out of memory. */
-static int mark(uint8_t **bits, size_t *nbytes, uint64_t i)
+int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
+                     const struct mtl_block *b)
 {
-    if (i / 8 >= *nbytes) {
-        size_t n = (size_t)(i / 8 + 1) * 2;
-        uint8_t *b = realloc(*bits, n);
-        if (!b)
-            return -1;
-        memset(b + *nbytes, 0, n - *nbytes);
-        *bits = b;
-        *nbytes = n;
-    }
-    uint8_t bit = (uint8_t)(1u << (i % 8));
-    if ((*bits)[i / 8] & bit)
+    struct mtl_totals *t = &acc->t;
+    if (ev->type == MTL_EV_FREE && b && b->free_lost) {
+        /* Not in the trace: the end of a block whose free was lost. */
+        t->live_bytes -= b->size;
+        t->live_blocks--;
+        acc->est_live -= b->weight_bytes;
+        t->est_live_bytes = acc->est_live;
         return 0;
-    (*bits)[i / 8] |= bit;
-    return 1;
+    }
+    t->events++;
+    if (ev->time_us > t->duration_us)
+        t->duration_us = ev->time_us;
+    if (ev->type == MTL_EV_RSS) {
+        if (ev->size > t->peak_rss)
+            t->peak_rss = ev->size;
+    } else if (ev->type == MTL_EV_ALLOC && b) {
+        t->allocations++;
+        t->bytes_allocated += b->size;
+        t->est_allocations += b->weight_count;
+        t->est_bytes += b->weight_bytes;
+        t->live_bytes += b->size;
+        t->live_blocks++;
+        if (t->live_bytes > t->peak_live_bytes) {
+            t->peak_live_bytes = t->live_bytes;
+            t->peak_time_us = ev->time_us;
+        }
+        acc->est_live += b->weight_bytes;
+        if (acc->est_live > t->est_peak_live_bytes) {
+            t->est_peak_live_bytes = acc->est_live;
+            t->est_peak_time_us = ev->time_us;
+        }
+        int m1 = mtl_bitset_set(&acc->threads, b->thread);
+        int m2 = mtl_bitset_set(&acc->stacks, b->stack);
+        if (m1 < 0 || m2 < 0)
+            return MTL_ENOMEM;
+        t->threads_allocating += (uint32_t)m1;
+        t->unique_stacks += (uint32_t)m2;
+    } else if (ev->type == MTL_EV_FREE) {
+        if (!b) {
+            t->unmatched_frees++;
+            return 0;
+        }
+        t->frees++;
+        t->live_bytes -= b->size;
+        t->live_blocks--;
+        t->est_frees += b->weight_count;
+        acc->est_live -= b->weight_bytes;
+    }
+    t->est_live_bytes = acc->est_live;
+    return 0;
 }
 
-int mtl_totals_compute(struct mtl_reader *r, struct mtl_totals *t)
+void mtl_totals_acc_release(struct mtl_totals_acc *acc)
 {
-    struct mtl_ptrmap live = MTL_PTRMAP_INIT;
-    struct mtl_event ev;
-    uint8_t *threads_seen = NULL, *stacks_seen = NULL; /* bits: it allocated */
-    size_t threads_bytes = 0, stacks_bytes = 0;
-    int rc;
-    memset(t, 0, sizeof *t);
-    while ((rc = mtl_reader_next(r, &ev)) > 0) {
-        t->events++;
-        if (ev.type == MTL_EV_ALLOC) {
-            struct mtl_ptrmap_val v = { .size = ev.size, .time_us = ev.time_us,
-                                        .weight_count = ev.weight_count,
-                                        .weight_bytes = ev.weight_bytes }, old;
-            int put = mtl_ptrmap_put(&live, ev.ptr, &v, &old);
-            if (put < 0) {
-                rc = MTL_ENOMEM;
-                break;
-            }
-            if (put == 1) {
-                t->live_bytes -= old.size; /* its free was lost: drop it */
-                t->est_live_bytes -= old.weight_bytes;
-            }
-            t->allocations++;
-            t->bytes_allocated += ev.size;
-            t->est_allocations += ev.weight_count;
-            t->est_bytes += ev.weight_bytes;
-            t->live_bytes += ev.size;
-            if (t->live_bytes > t->peak_live_bytes) {
-                t->peak_live_bytes = t->live_bytes;
-                t->peak_time_us = ev.time_us;
-            }
-            t->est_live_bytes += ev.weight_bytes;
-            if (t->est_live_bytes > t->est_peak_live_bytes) {
-                t->est_peak_live_bytes = t->est_live_bytes;
-                t->est_peak_time_us = ev.time_us;
-            }
-            int m1 = mark(&threads_seen, &threads_bytes, ev.thread);
-            int m2 = mark(&stacks_seen, &stacks_bytes, ev.stack);
-            if (m1 < 0 || m2 < 0) {
-                rc = MTL_ENOMEM;
-                break;
-            }
-            t->threads_allocating += (uint32_t)m1;
-            t->unique_stacks += (uint32_t)m2;
-        } else if (ev.type == MTL_EV_FREE) {
-            struct mtl_ptrmap_val v;
-            if (mtl_ptrmap_take(&live, ev.ptr, &v)) {
-                t->frees++;
-                t->live_bytes -= v.size;
-                t->est_frees += v.weight_count;
-                t->est_live_bytes -= v.weight_bytes;
-            } else {
-                t->unmatched_frees++;
-            }
-        } else if (ev.type == MTL_EV_RSS && ev.size > t->peak_rss) {
-            t->peak_rss = ev.size;
-        }
-    }
-    t->live_blocks = live.count;
-    free(threads_seen);
-    free(stacks_seen);
-    mtl_ptrmap_release(&live);
+    mtl_bitset_release(&acc->threads);
+    mtl_bitset_release(&acc->stacks);
+}
+
+static int on_event(void *arg, const struct mtl_event *ev, const struct mtl_block *b,
+                    int passes)
+{
+    (void)passes;
+    return mtl_totals_event(arg, ev, b);
+}
+
+int mtl_totals(struct mtl_engine *e, struct mtl_totals *out)
+{
+    struct mtl_totals_acc acc = MTL_TOTALS_ACC_INIT;
+    struct mtl_filter all;
+    memset(&all, 0, sizeof all);
+    struct mtl_scan_ops ops = { .event = on_event };
+    struct mtl_scan_result res;
+    int rc = mtl_engine_scan(e, &all, &ops, &acc, &res);
+    *out = acc.t;
+    out->duration_us = res.end_us;
+    mtl_totals_acc_release(&acc);
     return rc;
+}
+
+int mtl_info(struct mtl_engine *e, struct mtl_info *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = mtl_totals(e, &out->totals);
+    if (rc < 0)
+        return rc;
+    const struct mtl_defs *d = mtl_engine_defs(e);
+    out->trace = d->info;
+    out->threads_seen = d->nthreads;
+    out->modules = d->nmodules;
+    out->stack_nodes = d->nnodes ? d->nnodes - 1 : 0;
+    out->blocks = mtl_engine_blocks(e);
+    return 0;
 }

@@ -1,274 +1,42 @@
 /* analysis.c: see analysis.h. */
 #include "cli/analysis.h"
 
-#include <math.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "memtally/trace.h"
+#include "memtally/errors.h"
 
-int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
-                   int ntraces, analysis_opt_fn opt, void *ctx, int *exit_code)
-{
-    char err[256];
-    a->name = argv[0];
-    for (int i = 1; i < argc;) {
-        const char *s = argv[i];
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            fputs(usage, stdout);
-            fputs(mtl_filter_usage, stdout);
-            *exit_code = 0;
-            return 1;
-        }
-        if (!strcmp(s, "--json")) {
-            a->json = 1;
-            i++;
-            continue;
-        }
-        int rc = mtl_filter_option(&a->filter, argc, argv, &i, err, sizeof err);
-        if (rc < 0) {
-            cli_error("%s: %s", a->name, err);
-            *exit_code = 2;
-            return 1;
-        }
-        if (rc > 0)
-            continue;
-        if (opt) {
-            rc = opt(ctx, argc, argv, &i);
-            if (rc < 0) {
-                *exit_code = 2;
-                return 1;
-            }
-            if (rc > 0)
-                continue;
-        }
-        if (s[0] == '-' && s[1]) {
-            cli_error("%s: unknown option '%s' (see memtally %s --help)", a->name, s,
-                      a->name);
-            *exit_code = 2;
-            return 1;
-        }
-        if (!a->path)
-            a->path = s;
-        else if (ntraces == 2 && !a->path2)
-            a->path2 = s;
-        else {
-            cli_error("%s: unexpected argument '%s'", a->name, s);
-            *exit_code = 2;
-            return 1;
-        }
-        i++;
-    }
-    if (!a->path || (ntraces == 2 && !a->path2)) {
-        cli_error("%s: %s (see memtally %s --help)", a->name,
-                  ntraces == 2 ? "two traces needed" : "no trace given", a->name);
-        *exit_code = 2;
-        return 1;
-    }
-    return 0;
-}
-
-static void warn_symbols(const char *message, void *arg)
-{
-    (void)arg;
-    cli_error("%s", message);
-}
-
-int analysis_open(struct analysis *a, const char *path)
-{
-    a->r = cli_open_trace(path ? path : a->path);
-    if (!a->r)
-        return 1;
-    int rc = mtl_view_open(&a->v, a->r, &a->filter, warn_symbols, NULL);
-    if (rc < 0) {
-        cli_error("%s: %s", a->name, mtl_strerror(rc));
-        mtl_reader_close(a->r);
-        a->r = NULL;
-        return 1;
-    }
-    return 0;
-}
-
-struct progress_state {
-    const struct mtl_scan_ops *inner;
-    void *arg;
-    int shown;
-};
-
-static void show_progress(void *arg, double done)
-{
-    struct progress_state *p = arg;
-    fprintf(stderr, "\rmemtally: reading the trace... %3.0f%%", done * 100);
-    p->shown = 1;
-}
-
-static int pass_block(void *arg, const struct mtl_block *b)
-{
-    struct progress_state *p = arg;
-    return p->inner->block ? p->inner->block(p->arg, b) : 0;
-}
-
-static int pass_event(void *arg, const struct mtl_event *ev,
-                      const struct mtl_block *b, int passes)
-{
-    struct progress_state *p = arg;
-    return p->inner->event(p->arg, ev, b, passes);
-}
-
-int analysis_scan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
-                  struct mtl_scan_result *res)
-{
-    struct progress_state p = { ops, arg, 0 };
-    struct mtl_scan_ops wrapped = {
-        .block = pass_block,
-        .event = ops->event ? pass_event : NULL,
-        .progress = isatty(2) ? show_progress : NULL,
-        .alloc_only = ops->alloc_only,
-    };
-    const char *path = a->path;
-    int rc = mtl_scan(path, a->r, a->v, &a->filter, &wrapped, &p, res);
-    if (p.shown)
-        fprintf(stderr, "\r\033[K");
-    if (rc == -1) {
-        cli_error("%s: out of memory", a->name);
-        return 1;
-    }
-    if (rc >= 0 && a->noted)
-        return 0; /* a second pass: the notes were given */
-    a->noted = 1;
-    int bad = cli_finish_trace(a->r, path, rc);
-    if (!bad && !a->json && analysis_estimated(a)) {
-        char rate[32];
-        printf("(a sampled trace, one sample per %s on average: calls and bytes are "
-               "estimates)\n\n",
-               human_bytes(rate, sizeof rate, (double)mtl_reader_info(a->r)->sample_rate));
-    }
-    return bad;
-}
-
-int analysis_rescan(struct analysis *a, const struct mtl_scan_ops *ops, void *arg,
-                    struct mtl_scan_result *res)
-{
-    struct mtl_reader *r2 = cli_open_trace(a->path);
-    if (!r2)
-        return 1;
-    struct mtl_reader *first = a->r;
-    a->r = r2; /* events and threads from the new reader, stacks from the view */
-    int rc = analysis_scan(a, ops, arg, res);
-    a->r = first;
-    mtl_reader_close(r2);
-    return rc;
-}
-
-void analysis_close(struct analysis *a)
-{
-    mtl_view_close(a->v); /* prints the symbol warnings */
-    mtl_reader_close(a->r);
-    a->v = NULL;
-    a->r = NULL;
-}
-
-void json_number(FILE *f, double v)
-{
-    if (v == floor(v) && fabs(v) < 9e15)
-        fprintf(f, "%.0f", v);
-    else if (fabs(v) >= 1e5)
-        fprintf(f, "%.0f", v); /* an estimate: a whole number says enough */
-    else
-        fprintf(f, "%.6g", v);
-}
-
-void json_row_location(FILE *f, const struct mtl_row *row)
-{
-    fputs("\"function\": ", f);
-    if (row->function)
-        json_string(f, row->function);
-    else
-        fputs("null", f);
-    fputs(", \"file\": ", f);
-    if (row->file)
-        json_string(f, row->file);
-    else
-        fputs("null", f);
-    if (row->line)
-        fprintf(f, ", \"line\": %u", row->line);
-    else
-        fputs(", \"line\": null", f);
-}
-
-void json_frame(FILE *f, const struct mtl_location *l)
-{
-    fputs("{\"function\": ", f);
-    json_string(f, l->function);
-    fputs(", \"file\": ", f);
-    if (l->file)
-        json_string(f, l->file);
-    else
-        fputs("null", f);
-    if (l->line)
-        fprintf(f, ", \"line\": %u", l->line);
-    else
-        fputs(", \"line\": null", f);
-    fputs(", \"module\": ", f);
-    json_string(f, l->module);
-    fprintf(f, ", \"inlined\": %s}", l->inlined ? "true" : "false");
-}
-
-
-const char *row_label(const struct mtl_reader *r, const struct mtl_row *row,
-                      char *buf, size_t cap)
-{
-    char tmp[64];
-    const char *name = mtl_row_name(row, r, tmp, sizeof tmp);
-    if (row->function && row->file) {
-        const char *base = strrchr(row->file, '/');
-        base = base ? base + 1 : row->file;
-        if (row->line)
-            snprintf(buf, cap, "%s (%s:%u)", name, base, row->line);
-        else
-            snprintf(buf, cap, "%s (%s)", name, base);
-    } else {
-        snprintf(buf, cap, "%s", name);
-    }
-    return buf;
-}
-
-void print_rows_table(const struct analysis *a, const struct mtl_rows *rows,
-                      size_t top, const char *key_header, const char *calls_header,
-                      int with_extra, const char *extra_header)
-{
-    char label[1024];
-    size_t n = top && top < rows->n ? top : rows->n;
-    int width = (int)strlen(key_header);
-    for (size_t i = 0; i < n; i++) {
-        int len = (int)strlen(row_label(a->r, &rows->row[i], label, sizeof label));
-        if (len > width)
-            width = len;
-    }
-    if (width > 72)
-        width = 72;
-    if (with_extra)
-        printf("%-*s %12s %12s %14s %7s\n", width, key_header, extra_header,
-               calls_header, "BYTES", "%");
-    else
-        printf("%-*s %12s %14s %7s\n", width, key_header, calls_header, "BYTES", "%");
-    for (size_t i = 0; i < n; i++) {
-        const struct mtl_row *row = &rows->row[i];
-        row_label(a->r, row, label, sizeof label);
-        if ((int)strlen(label) > width)
-            memcpy(label + width - 3, "...", 4);
-        if (with_extra)
-            printf("%-*s %12.0f %12.0f %14.0f %7.2f\n", width, label, row->extra,
-                   row->calls, row->bytes, row->percent);
-        else
-            printf("%-*s %12.0f %14.0f %7.2f\n", width, label, row->calls, row->bytes,
-                   row->percent);
-    }
-    if (n < rows->n)
-        printf("... %zu more\n", rows->n - n);
-}
+static const char common_usage[] =
+    "filters (a block is analysed only if it passes all):\n"
+    "  --allocated-between A,B   allocated in [A, B]\n"
+    "  --live-at T               allocated by T and not freed by T\n"
+    "  --live-between A,B        live at some time in [A, B]\n"
+    "  --freed-between A,B       freed in [A, B]\n"
+    "  --never-freed             still live at the end of the trace\n"
+    "  --size MIN..MAX           size in the range (4K, 1.5M...)\n"
+    "  --lifetime MIN..MAX       lifetime in the range (to the end if never freed)\n"
+    "  --inside NAME             a frame of its stack matches NAME (a pattern)\n"
+    "  --not-inside NAME         no frame of its stack matches NAME\n"
+    "  --thread TID              allocated by thread TID (or tN: thread index N)\n"
+    "times are from the start of the trace: 2.5s, 300ms, 150us (bare: seconds)\n"
+    "\n"
+    "frames:\n"
+    "  --hide NAME               hide frames matching NAME (repeatable)\n"
+    "  --wrapper NAME            an allocation wrapper: its blocks go to its caller\n"
+    "  --keep-alloc-frames       show the allocator's frames and wrappers as sites\n"
+    "  --sysroot DIR             binaries and libraries are under DIR\n"
+    "  --debug-dir DIR           look for separate debug files in DIR too\n"
+    "\n"
+    "output:\n"
+    "  --json                    JSON (docs/ANALYSIS.md)\n"
+    "  --wide                    never cut long names (default: to fit COLUMNS, the\n"
+    "                            terminal, or 128 columns)\n"
+    "  --no-index                read the trace itself, not its index\n";
 
 int option_value(const char *cmd, int argc, char **argv, int *i,
                  const char *const *names, size_t n, size_t *which, const char **val)
@@ -296,32 +64,286 @@ int option_value(const char *cmd, int argc, char **argv, int *i,
     return 0;
 }
 
-int parse_top(const char *cmd, int argc, char **argv, int *i, size_t *top)
+int parse_count(const char *cmd, const char *opt, const char *val, long min, size_t *out)
 {
-    static const char *const names[] = { "--top" };
-    const char *val;
-    size_t which;
-    int rc = option_value(cmd, argc, argv, i, names, 1, &which, &val);
-    if (rc <= 0)
-        return rc;
     char *end;
+    errno = 0;
     long n = strtol(val, &end, 10);
-    if (!*val || *end || n < 1) {
-        cli_error("%s: --top takes a positive number", cmd);
+    if (!*val || *end || errno || n < min) {
+        if (min == 1)
+            cli_error("%s: %s takes a positive number", cmd, opt);
+        else
+            cli_error("%s: %s takes a number of at least %ld", cmd, opt, min);
         return -1;
     }
-    *top = (size_t)n;
-    return 1;
+    *out = (size_t)n;
+    return 0;
 }
 
-int analysis_estimated(const struct analysis *a)
+/* The filter and frame options.  1: consumed; 0: not one; -1: malformed
+ * (said why). */
+static int filter_option(struct analysis *a, int argc, char **argv, int *i)
 {
-    return a->r && mtl_reader_info(a->r)->mode == MTL_MODE_SAMPLED;
+    static const char *const names[] = {
+        "--allocated-between", "--live-at", "--live-between", "--freed-between",
+        "--size", "--lifetime", "--inside", "--not-inside", "--thread", "--hide",
+        "--wrapper", "--sysroot", "--debug-dir",
+    };
+    struct mtl_filter *f = &a->filter;
+    const char *opt = argv[*i];
+    if (!strcmp(opt, "--never-freed")) {
+        f->never_freed = 1;
+        (*i)++;
+        return 1;
+    }
+    if (!strcmp(opt, "--keep-alloc-frames")) {
+        f->keep_alloc_frames = 1;
+        (*i)++;
+        return 1;
+    }
+    size_t k;
+    const char *val;
+    int rc = option_value(a->name, argc, argv, i, names, sizeof names / sizeof *names, &k, &val);
+    if (rc <= 0)
+        return rc;
+    const char *name = names[k];
+    int bad = 0;
+    const char *why = NULL;
+    switch (k) {
+    case 0: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->allocated); break;
+    case 1: bad = mtl_parse_time(val, &f->live_at); f->live_at_set = 1; break;
+    case 2: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->live_between); break;
+    case 3: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->freed); break;
+    case 4: bad = mtl_parse_range(val, 0, mtl_parse_size, &f->size); break;
+    case 5: bad = mtl_parse_range(val, 0, mtl_parse_time, &f->lifetime); break;
+    case 6: bad = mtl_filter_add_pattern(f->inside, &f->ninside, val); break;
+    case 7: bad = mtl_filter_add_pattern(f->not_inside, &f->nnot_inside, val); break;
+    case 8: {
+        const char *digits = val;
+        f->thread_is_index = val[0] == 't';
+        digits += f->thread_is_index;
+        char *end;
+        errno = 0;
+        unsigned long t = strtoul(digits, &end, 10);
+        bad = !*digits || *end || errno || t > UINT32_MAX || *digits == '-' ? -1 : 0;
+        f->thread = (uint32_t)t;
+        f->thread_set = 1;
+        break;
+    }
+    case 9: bad = mtl_filter_add_pattern(f->hide, &f->nhide, val); break;
+    case 10: bad = mtl_filter_add_pattern(f->wrappers, &f->nwrappers, val); break;
+    case 11:
+        if (!*val)
+            bad = -1, why = "an empty directory";
+        a->eopt.sysroot = val;
+        break;
+    case 12:
+        if (a->eopt.ndebug_dirs == CLI_MAX_DEBUG_DIRS || !*val)
+            bad = -1, why = "at most 16 directories, none empty";
+        else
+            a->debug_dirs[a->eopt.ndebug_dirs++] = val;
+        break;
+    }
+    if (!bad)
+        return 1;
+    if (why)
+        cli_error("%s: %s: %s", a->name, name, why);
+    else if (k == 4)
+        cli_error("%s: %s: bad size range '%s' (like 16..4K)", a->name, name, val);
+    else if (k == 5)
+        cli_error("%s: %s: bad time range '%s' (like 1ms..2s)", a->name, name, val);
+    else if (k == 0 || k == 2 || k == 3)
+        cli_error("%s: %s: bad time range '%s' (like 1.5s,3s)", a->name, name, val);
+    else if (k == 1)
+        cli_error("%s: %s: bad time '%s' (like 2.5s, 300ms, 150us)", a->name, name, val);
+    else if (k == 8)
+        cli_error("%s: %s: bad thread '%s' (a thread id, or tN)", a->name, name, val);
+    else
+        cli_error("%s: %s: an empty pattern, or more than %d", a->name, name, MTL_MAX_PATTERNS);
+    return -1;
 }
 
-void json_estimated(const struct analysis *a)
+int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
+                   unsigned flags, analysis_opt_fn opt, void *ctx, int *exit_code)
 {
-    if (analysis_estimated(a))
-        printf("\"estimated\": true, \"sample_rate\": %llu, ",
-               (unsigned long long)mtl_reader_info(a->r)->sample_rate);
+    a->name = argv[0];
+    a->eopt.debug_dirs = a->debug_dirs;
+    const char *env = getenv("MEMTALLY_INDEX");
+    if (env && !strcmp(env, "off"))
+        a->eopt.index = MTL_INDEX_OFF;
+    *exit_code = 2;
+    for (int i = 1; i < argc;) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            fputs(usage, stdout);
+            if (flags & CLI_TOP)
+                fputs("  --top N                    the first N rows of each table\n", stdout);
+            if (flags & CLI_STACKS)
+                fputs("  --stacks N                 under each row, its N heaviest call paths\n",
+                      stdout);
+            putchar('\n');
+            fputs(common_usage, stdout);
+            *exit_code = 0;
+            return 1;
+        }
+        if (!strcmp(s, "--json") || !strcmp(s, "--wide") || !strcmp(s, "--no-index")) {
+            if (s[2] == 'j')
+                a->json = 1;
+            else if (s[2] == 'w')
+                a->wide = 1;
+            else
+                a->eopt.index = MTL_INDEX_OFF;
+            i++;
+            continue;
+        }
+        int rc = filter_option(a, argc, argv, &i);
+        if (rc < 0)
+            return 1;
+        if (rc > 0)
+            continue;
+        static const char *const counts[] = { "--top", "--stacks" };
+        size_t which;
+        const char *val;
+        for (size_t c = 0; c < 2; c++) {
+            if (!(flags & (c == 0 ? CLI_TOP : CLI_STACKS)))
+                continue;
+            rc = option_value(a->name, argc, argv, &i, counts + c, 1, &which, &val);
+            if (rc < 0 ||
+                (rc > 0 && parse_count(a->name, counts[c], val, 1, c ? &a->stacks : &a->top) < 0))
+                return 1;
+            if (rc > 0)
+                break;
+        }
+        if (rc > 0)
+            continue;
+        if (opt) {
+            rc = opt(ctx, argc, argv, &i);
+            if (rc < 0)
+                return 1;
+            if (rc > 0)
+                continue;
+        }
+        if (s[0] == '-' && s[1]) {
+            cli_error("%s: unknown option '%s' (see memtally %s --help)", a->name, s,
+                      a->name);
+            return 1;
+        }
+        if (!a->path)
+            a->path = s;
+        else if ((flags & CLI_TWO_TRACES) && !a->path2)
+            a->path2 = s;
+        else {
+            cli_error("%s: unexpected argument '%s'", a->name, s);
+            return 1;
+        }
+        i++;
+    }
+    if (!a->path || ((flags & CLI_TWO_TRACES) && !a->path2)) {
+        cli_error("%s: %s (see memtally %s --help)", a->name,
+                  (flags & CLI_TWO_TRACES) ? "two traces needed" : "no trace given", a->name);
+        return 1;
+    }
+    *exit_code = 0;
+    return 0;
+}
+
+static void show_progress(void *arg, const char *what, double done)
+{
+    struct analysis *a = arg;
+    if (done >= 1) {
+        if (a->progress_shown)
+            fputs("\r\033[K", stderr);
+        a->progress_shown = 0;
+        return;
+    }
+    fprintf(stderr, "\rmemtally: %s... %3.0f%%", what, done * 100);
+    a->progress_shown = 1;
+}
+
+static void warn(void *arg, const char *message)
+{
+    (void)arg;
+    cli_error("%s", message);
+}
+
+struct mtl_engine *analysis_open(struct analysis *a, const char *path)
+{
+    struct mtl_source src = { .kind = MTL_SOURCE_PATH, .path = path };
+    a->eopt.progress = isatty(2) ? show_progress : NULL;
+    a->eopt.warn = warn;
+    a->eopt.arg = a;
+    struct mtl_engine *e;
+    int rc = mtl_engine_open(&e, &src, &a->eopt);
+    if (rc < 0) {
+        cli_error("%s: %s", path, mtl_strerror(rc));
+        return NULL;
+    }
+    return e;
+}
+
+int analysis_done(struct analysis *a, struct mtl_engine *e, int rc)
+{
+    if (a->progress_shown)
+        show_progress(a, "", 1);
+    const char *name = mtl_engine_name(e);
+    if (rc == MTL_ECORRUPT) {
+        cli_error("%s: %s after block %llu", name, mtl_strerror(rc),
+                  (unsigned long long)mtl_engine_blocks(e));
+        return 1;
+    }
+    if (rc < 0) {
+        cli_error("%s: %s: %s", a->name, name, mtl_strerror(rc));
+        return 1;
+    }
+    if (mtl_engine_truncated(e) && !a->noted) {
+        cli_error("%s: trace truncated after block %llu; what it holds up to there was read",
+                  name, (unsigned long long)mtl_engine_blocks(e));
+        a->noted = 1;
+    }
+    return 0;
+}
+
+/* Names are cut to what fits beside the figures in COLUMNS, or on the
+ * terminal, or else in 128 columns; --wide (and COLUMNS=0) keeps them
+ * whole. */
+static size_t name_width(const struct analysis *a)
+{
+    if (a->wide || a->json)
+        return 0;
+    size_t cols = 128;
+    const char *env = getenv("COLUMNS");
+    struct winsize ws;
+    if (env && *env)
+        cols = (size_t)strtoul(env, NULL, 10);
+    else if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        cols = ws.ws_col;
+    if (!cols)
+        return 0;
+    /* The figures take 12 + 14 + 10 + 7 columns and their spaces. */
+    return cols > 60 ? cols - 48 : 12;
+}
+
+struct mtl_render_options analysis_render_options(const struct analysis *a)
+{
+    struct mtl_render_options ro = { .json = a->json, .width = name_width(a),
+                                     .stacks = a->stacks, .trace = a->path };
+    return ro;
+}
+
+int analysis_output(struct analysis *a, struct mtl_buf *b)
+{
+    int bad = 0;
+    if (b->failed) {
+        cli_error("%s: out of memory", a->name);
+        bad = 1;
+    } else if (b->len && fwrite(b->data, 1, b->len, stdout) != b->len) {
+        cli_error("%s: writing the output: %s", a->name, strerror(errno));
+        bad = 1;
+    }
+    if (fflush(stdout) != 0 && !bad) {
+        cli_error("%s: writing the output: %s", a->name, strerror(errno));
+        bad = 1;
+    }
+    mtl_buf_release(b);
+    return bad;
 }

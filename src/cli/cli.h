@@ -8,8 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct mtl_reader;
-
 /* One subcommand: argv[0] is its name. */
 struct mtl_command {
     const char *name;
@@ -52,18 +50,5 @@ const char *ctl_field(const struct ctl_field *f, size_t n, const char *key);
 
 /* Prints "memtally: " and the message, one line, on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Opens a trace or prints why not (one line) and returns NULL. */
-struct mtl_reader *cli_open_trace(const char *path);
-
-/* After reading a trace to its end (rc from mtl_reader_next): prints the
- * error or the truncation note.  Returns 0, or 1 if the trace was corrupt. */
-int cli_finish_trace(struct mtl_reader *r, const char *path, int rc);
-
-/* Writes s as a JSON string literal. */
-void json_string(FILE *f, const char *s);
-
-/* "1.5 MiB" style, into buf. */
-const char *human_bytes(char *buf, size_t cap, double bytes);
 
 #endif

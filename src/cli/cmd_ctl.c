@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/json.h"
+#include "render/render.h"
 
 static const char usage[] =
     "usage: memtally ctl [--json] PID COMMAND\n"
@@ -262,18 +264,22 @@ static void print_status(char *text, int json)
     struct ctl_field f[32];
     size_t n = ctl_parse_status(text, f, 32);
     if (json) {
-        fputs("{", stdout);
+        struct mtl_buf b = MTL_BUF_INIT;
+        struct mtl_json j;
+        mtl_json_init(&j, &b);
+        mtl_json_begin_object(&j);
         for (size_t i = 0; i < n; i++) {
-            fputs(i ? ", " : "", stdout);
-            json_string(stdout, f[i].key);
-            fputs(": ", stdout);
+            mtl_json_key(&j, f[i].key);
             /* The path stays a string even when made of digits. */
             if (is_number(f[i].value) && strcmp(f[i].key, "trace"))
-                fputs(f[i].value, stdout);
+                mtl_json_uint(&j, strtoull(f[i].value, NULL, 10));
             else
-                json_string(stdout, f[i].value);
+                mtl_json_string(&j, f[i].value);
         }
-        fputs("}\n", stdout);
+        mtl_json_end(&j);
+        if (!b.failed)
+            printf("%s\n", b.data);
+        mtl_buf_release(&b);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -286,7 +292,7 @@ static void print_status(char *text, int json)
         int bytes = !strcmp(f[i].key, "bytes") || !strcmp(f[i].key, "live_bytes") ||
                     !strcmp(f[i].key, "rate");
         if (bytes && is_number(v) && strtod(v, NULL) >= 1024)
-            printf("%-13s %s (%s)\n", label, v, human_bytes(size, sizeof size, strtod(v, NULL)));
+            printf("%-13s %s (%s)\n", label, v, mtl_human_bytes(size, sizeof size, strtod(v, NULL)));
         else
             printf("%-13s %s\n", label, *v ? v : "-");
     }

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "analyze/filter.h"
-#include "analyze/totals.h"
+#include "cli/analysis.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
 
@@ -120,28 +120,28 @@ static int parse_uint(const char *s, long lo, long hi, long *out)
 static int check_limits(const char *trace, int have_peak, uint64_t max_peak,
                         int have_leak, uint64_t max_leak)
 {
-    struct mtl_reader *r = cli_open_trace(trace);
-    if (!r)
+    struct analysis a = { .name = "record" };
+    struct mtl_engine *e = analysis_open(&a, trace);
+    if (!e)
         return 1;
     struct mtl_totals t;
-    int rc = mtl_totals_compute(r, &t);
-    int bad = cli_finish_trace(r, trace, rc);
-    mtl_reader_close(r);
+    int bad = analysis_done(&a, e, mtl_totals(e, &t));
+    mtl_engine_close(e);
     if (bad)
         return 1;
-    char a[32], b[32], c[32];
+    char x[32], y[32], z[32];
     if (have_peak && t.peak_live_bytes > max_peak) {
         cli_error("peak live bytes %s exceed --max-peak %s by %s (trace kept: %s)",
-                  human_bytes(a, sizeof a, (double)t.peak_live_bytes),
-                  human_bytes(b, sizeof b, (double)max_peak),
-                  human_bytes(c, sizeof c, (double)(t.peak_live_bytes - max_peak)), trace);
+                  mtl_human_bytes(x, sizeof x, (double)t.peak_live_bytes),
+                  mtl_human_bytes(y, sizeof y, (double)max_peak),
+                  mtl_human_bytes(z, sizeof z, (double)(t.peak_live_bytes - max_peak)), trace);
         return EXIT_LIMIT;
     }
     if (have_leak && t.live_bytes > max_leak) {
         cli_error("bytes live at the end %s exceed --max-leak %s by %s (trace kept: %s)",
-                  human_bytes(a, sizeof a, (double)t.live_bytes),
-                  human_bytes(b, sizeof b, (double)max_leak),
-                  human_bytes(c, sizeof c, (double)(t.live_bytes - max_leak)), trace);
+                  mtl_human_bytes(x, sizeof x, (double)t.live_bytes),
+                  mtl_human_bytes(y, sizeof y, (double)max_leak),
+                  mtl_human_bytes(z, sizeof z, (double)(t.live_bytes - max_leak)), trace);
         return EXIT_LIMIT;
     }
     return 0;

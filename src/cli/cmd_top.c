@@ -4,11 +4,10 @@
  * that allocated most since the trace began.
  *
  * The process tells us (control socket, `status`) its state, its counts
- * and where its trace is; we read that trace as it grows (the reader's
- * follow mode), adding each allocation to per-stack totals, and at each
- * refresh fold them into functions (self: the function that called the
- * allocator) with the symbol view opened on the same reader, so stacks
- * are known as they come.
+ * and where its trace is; the engine reads that trace as it grows (follow
+ * mode), we add each allocation to per-stack totals and each event to the
+ * trace's totals, and at each refresh fold them into functions (self: the
+ * site) and render the table as every command does.
  *
  * The trace may start anew under us: `restart` rewrites the same file,
  * `stop` then `start` writes another.  A changed path, a different first
@@ -35,14 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analyze/filter.h"
-#include "analyze/ptrmap.h"
-#include "analyze/rows.h"
-#include "analyze/stackagg.h"
+#include "analyze/analyses.h"
+#include "analyze/engine.h"
 #include "analyze/view.h"
-#include "cli/analysis.h"
 #include "cli/cli.h"
-#include "memtally/trace.h"
+#include "render/render.h"
+#include "trace/defs.h"
 
 static const char usage[] =
     "usage: memtally top [options] PID\n"
@@ -80,12 +77,10 @@ struct top {
 
     /* The trace being followed. */
     char path[PATH_MAX + 64];
-    struct mtl_reader *r;
-    struct mtl_view *v;
+    struct mtl_engine *e;
     struct mtl_filter filter;
     struct mtl_stackagg agg;
-    struct mtl_ptrmap live;      /* for the counts once the process is gone */
-    double t_allocs, t_frees, t_bytes, t_live;
+    struct mtl_totals_acc totals;  /* for the counts once the process is gone */
     int probe_fd;
     unsigned char probe[PROBE_BYTES];
     size_t nprobe;
@@ -207,7 +202,7 @@ static int query_status(struct top *t, char *err, size_t errcap)
 
 /* --- the trace ------------------------------------------------------------ */
 
-static void warn_symbols(const char *message, void *arg)
+static void warn_symbols(void *arg, const char *message)
 {
     struct top *t = arg;
     if (!t->warning[0])
@@ -216,21 +211,14 @@ static void warn_symbols(const char *message, void *arg)
 
 static void close_trace(struct top *t)
 {
-    if (t->v)
-        mtl_view_close(t->v);
-    if (t->r)
-        mtl_reader_close(t->r);
+    mtl_engine_close(t->e);
+    t->e = NULL;
     if (t->probe_fd >= 0)
         close(t->probe_fd);
-    t->v = NULL;
-    t->r = NULL;
     t->probe_fd = -1;
     mtl_stackagg_release(&t->agg);
-    memset(&t->agg, 0, sizeof t->agg);
-    mtl_ptrmap_release(&t->live);
-    struct mtl_ptrmap empty = MTL_PTRMAP_INIT;
-    t->live = empty;
-    t->t_allocs = t->t_frees = t->t_bytes = t->t_live = 0;
+    mtl_totals_acc_release(&t->totals);
+    t->totals = (struct mtl_totals_acc)MTL_TOTALS_ACC_INIT;
 }
 
 /* The first bytes of the trace: they change when it starts anew. */
@@ -252,18 +240,12 @@ static void open_trace(struct top *t)
         snprintf(t->path, sizeof t->path, "%s", t->trace);
     else
         snprintf(t->path, sizeof t->path, "/proc/%d/cwd/%s", t->pid, t->trace);
-    int rc = mtl_reader_open(&t->r, t->path);
+    struct mtl_source src = { .kind = MTL_SOURCE_PATH, .path = t->path, .growing = 1 };
+    struct mtl_engine_options opt = { .index = MTL_INDEX_OFF, .warn = warn_symbols, .arg = t };
+    int rc = mtl_engine_open(&t->e, &src, &opt);
     if (rc < 0) {
-        t->r = NULL;
+        t->e = NULL;
         snprintf(t->note, sizeof t->note, "%s: %s", t->trace, mtl_strerror(rc));
-        return;
-    }
-    mtl_reader_follow(t->r, 1);
-    rc = mtl_view_open(&t->v, t->r, &t->filter, warn_symbols, t);
-    if (rc < 0) {
-        t->v = NULL;
-        snprintf(t->note, sizeof t->note, "%s: %s", t->trace, mtl_strerror(rc));
-        close_trace(t);
         return;
     }
     struct stat st;
@@ -273,8 +255,8 @@ static void open_trace(struct top *t)
         t->ino = st.st_ino;
         t->nprobe = read_probe(t->probe_fd, t->probe);
     }
-    t->agg.per_thread = 0;
-    const struct mtl_trace_info *in = mtl_reader_info(t->r);
+    t->agg = (struct mtl_stackagg)MTL_STACKAGG_INIT(0);
+    const struct mtl_trace_info *in = &mtl_engine_defs(t->e)->info;
     const char *base = strrchr(in->program, '/');
     snprintf(t->program, sizeof t->program, "%s", base ? base + 1 : in->program);
     t->start_unix_us = in->start_unix_us;
@@ -294,49 +276,40 @@ static int trace_replaced(struct top *t)
     return n < t->nprobe || memcmp(now, t->probe, t->nprobe) != 0;
 }
 
+static int add_block(void *arg, const struct mtl_block *b)
+{
+    struct top *t = arg;
+    return mtl_stackagg_add(&t->agg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
+}
+
+static int add_event(void *arg, const struct mtl_event *ev, const struct mtl_block *b,
+                     int passes)
+{
+    (void)passes;
+    struct top *t = arg;
+    return mtl_totals_event(&t->totals, ev, b);
+}
+
 /* Reads what was added to the trace.  Returns 0, or -1 when it does not
  * decode (rewritten under us). */
 static int read_new(struct top *t)
 {
-    struct mtl_event ev;
-    int rc;
-    while ((rc = mtl_reader_next(t->r, &ev)) > 0) {
-        if (ev.type == MTL_EV_ALLOC) {
-            if (mtl_stackagg_add(&t->agg, 0, ev.stack, ev.weight_count,
-                                 ev.weight_bytes, 0) < 0)
-                return -1;
-            struct mtl_ptrmap_val v = { .size = ev.size,
-                                        .weight_count = ev.weight_count,
-                                        .weight_bytes = ev.weight_bytes };
-            struct mtl_ptrmap_val old;
-            if (mtl_ptrmap_put(&t->live, ev.ptr, &v, &old) == 1)
-                t->t_live -= old.weight_bytes;
-            t->t_allocs += ev.weight_count;
-            t->t_bytes += ev.weight_bytes;
-            t->t_live += ev.weight_bytes;
-        } else if (ev.type == MTL_EV_FREE) {
-            struct mtl_ptrmap_val old;
-            if (mtl_ptrmap_take(&t->live, ev.ptr, &old) == 1) {
-                t->t_frees += old.weight_count;
-                t->t_live -= old.weight_bytes;
-            }
-        }
-    }
-    return rc < 0 ? -1 : 0;
+    struct mtl_scan_ops ops = { .block = add_block, .event = add_event };
+    return mtl_engine_follow(t->e, &t->filter, &ops, t) < 0 ? -1 : 0;
 }
 
 static void follow_trace(struct top *t)
 {
-    if (t->r && trace_replaced(t))
+    if (t->e && trace_replaced(t))
         open_trace(t);
-    if (!t->r) {
+    if (!t->e) {
         open_trace(t);
-        if (!t->r)
+        if (!t->e)
             return;
     }
     if (read_new(t) < 0) {
         open_trace(t); /* it was rewritten: read it again from its start */
-        if (t->r && read_new(t) < 0) {
+        if (t->e && read_new(t) < 0) {
             snprintf(t->note, sizeof t->note, "%s: does not decode", t->trace);
             close_trace(t);
         }
@@ -345,9 +318,18 @@ static void follow_trace(struct top *t)
 
 /* --- drawing ---------------------------------------------------------------- */
 
-static void fmt_count(char *buf, size_t cap, double v)
+/* Writes b line by line, each line ended with eol (on a terminal, one
+ * that clears what is left of the line). */
+static void put_lines(FILE *f, const struct mtl_buf *b, const char *eol)
 {
-    snprintf(buf, cap, "%.0f", v);
+    const char *p = b->data, *end = b->data + b->len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        fwrite(p, 1, n, f);
+        fputs(eol, f);
+        p += n + 1;
+    }
 }
 
 static void draw(struct top *t, int final, int alive)
@@ -359,7 +341,7 @@ static void draw(struct top *t, int final, int alive)
         fputs("\033[H", f);
 
     /* The header. */
-    const struct mtl_trace_info *in = t->r ? mtl_reader_info(t->r) : NULL;
+    const struct mtl_trace_info *in = t->e ? &mtl_engine_defs(t->e)->info : NULL;
     double elapsed = 0;
     if (in && (final || !alive))
         elapsed = in->duration_us / 1e6;
@@ -373,35 +355,28 @@ static void draw(struct top *t, int final, int alive)
             t->program[0] ? t->program : "?", alive ? t->state : "ended", elapsed,
             t->tty && !final ? "   (q quits)" : "", eol);
     /* Live: the process's own counts; at the end: the whole trace's. */
-    int from_trace = !alive && t->r;
-    double allocs = from_trace ? t->t_allocs : t->allocations;
-    double frees = from_trace ? t->t_frees : t->frees;
-    double live = t->r ? t->t_live : t->live_bytes; /* the trace knows sizes */
-    double bytes = from_trace ? t->t_bytes : t->bytes;
-    char a[32], b[32], c[32], d[32];
-    fmt_count(a, sizeof a, allocs);
-    fmt_count(b, sizeof b, frees);
-    fprintf(f, "allocations %s   frees %s   allocated %s   live %s%s", a, b,
-            human_bytes(c, sizeof c, bytes), human_bytes(d, sizeof d, live), eol);
+    const struct mtl_totals *tt = &t->totals.t;
+    int from_trace = !alive && t->e;
+    double allocs = from_trace ? tt->est_allocations : t->allocations;
+    double frees = from_trace ? tt->est_frees : t->frees;
+    double live = t->e ? tt->est_live_bytes : t->live_bytes; /* the trace knows sizes */
+    double bytes = from_trace ? tt->est_bytes : t->bytes;
+    char a[32], c[32], d[32];
+    fprintf(f, "allocations %.0f   frees %.0f   allocated %s   live %s%s", allocs, frees,
+            mtl_human_bytes(c, sizeof c, bytes), mtl_human_bytes(d, sizeof d, live), eol);
     if (t->have_rate && alive)
         fprintf(f, "rate %.0f allocations/s   %s/s%s", t->rate_allocs,
-                human_bytes(a, sizeof a, t->rate_bytes), eol);
+                mtl_human_bytes(a, sizeof a, t->rate_bytes), eol);
     else
         fprintf(f, "rate -%s", eol);
     fprintf(f, "trace %s%s", t->trace[0] ? t->trace : "-", eol);
     fputs(eol, f);
 
-    /* The table. */
-    struct mtl_rows rows = {0};
-    int have_rows = 0;
-    if (t->r && t->v && !t->note[0]) {
-        if (mtl_rows_fold(&rows, &t->agg, t->v, t->r, MTL_BY_FUNCTION, 0,
-                          MTL_ALL_THREADS) == 0) {
-            mtl_rows_sort(&rows, t->r, MTL_SORT_BYTES, 1);
-            have_rows = 1;
-        }
-    }
-    if (!have_rows) {
+    /* The table: the sites' own allocations, as `memtally report` shows them. */
+    struct mtl_rows rows = { 0 };
+    struct mtl_view *v = t->e && !t->note[0] ? mtl_engine_view(t->e, &t->filter) : NULL;
+    if (!v || mtl_rows_fold(&rows, &t->agg, v, mtl_engine_defs(t->e), MTL_BY_FUNCTION, 0,
+                            MTL_ALL_THREADS) < 0 || !rows.n) {
         fprintf(f, "%s%s", t->note[0] ? t->note : "no allocations read yet", eol);
     } else {
         size_t max = t->top ? t->top : 20;
@@ -409,31 +384,15 @@ static void draw(struct top *t, int final, int alive)
             int room = terminal_rows() - HEAD_LINES - 4; /* the last line stays empty: no scroll */
             max = room > 1 ? (size_t)room : 1;
         }
-        size_t n = rows.n < max ? rows.n : max;
-        int width = cols - (1 + 10 + 1 + 14 + 1 + 10 + 1 + 7);
-        if (width > 72)
-            width = 72;
-        if (width < 16)
-            width = 16;
-        fprintf(f, "%-*s %10s %14s %10s %7s%s", width, "FUNCTION", "CALLS", "BYTES",
-                "PER CALL", "%", eol);
-        for (size_t i = 0; i < n; i++) {
-            const struct mtl_row *row = &rows.row[i];
-            char name[1024];
-            row_label(t->r, row, name, sizeof name);
-            if ((int)strlen(name) > width)
-                memcpy(name + width - 3, "...", 4);
-            fprintf(f, "%-*s %10.0f %14.0f %10.0f %7.2f%s", width, name, row->calls,
-                    row->bytes, row->calls > 0 ? row->bytes / row->calls : 0,
-                    row->percent, eol);
-        }
-        if (n < rows.n)
-            fprintf(f, "%-*s%s", width, "...", eol);
-        fprintf(f, "%-*s %10.0f %14.0f %10.0f %7.2f%s", width, "total", rows.calls,
-                rows.bytes, rows.calls > 0 ? rows.bytes / rows.calls : 0,
-                rows.bytes > 0 ? 100.0 : 0.0, eol);
-        mtl_rows_release(&rows);
+        mtl_rows_sort(&rows, MTL_SORT_BYTES, 1);
+        mtl_rows_truncate(&rows, max);
+        struct mtl_buf b = MTL_BUF_INIT;
+        struct mtl_table_spec spec = { "FUNCTION", "CALLS", NULL, 1, 1 };
+        mtl_render_table(&b, &rows, &spec, cols > 64 ? (size_t)cols - 48 : 16, 0);
+        put_lines(f, &b, eol);
+        mtl_buf_release(&b);
     }
+    mtl_rows_release(&rows);
     if (t->tty)
         fputs("\033[J", f);
     else if (!final)
@@ -567,7 +526,7 @@ int cmd_top(int argc, char **argv)
     t.prev_t = now_s();
     t.have_prev = 1;
     open_trace(&t);
-    if (t.r)
+    if (t.e)
         read_new(&t);
 
     if (t.tty) {

@@ -4,12 +4,14 @@
  *
  * The call is recorded like any other trace, into an anonymous memory
  * file (memfd), which is then read back with the trace reader and folded
- * per thread and per function.  Functions are named from the running
- * process itself: the symbol table of each module's file (static
- * functions too, unless the file is stripped), else the dynamic symbols
- * (dladdr), else module+0xOFFSET; C++ names are demangled when libstdc++
- * is loaded.  Allocator and C++ runtime frames (malloc, operator new,
- * std::allocator...) are skipped, as in `memtally report`.
+ * per thread and per function by the analysis engine's own view and rows
+ * (the same sites, the same frames passed over, as `memtally report`),
+ * and printed by its table renderer.  Only the names differ: they come
+ * from the running process itself (the symbol table of each module's
+ * file, static functions too unless the file is stripped, else the
+ * dynamic symbols, else module+0xOFFSET; C++ names demangled when
+ * libstdc++ is loaded), because a profiled process should not have to
+ * load libdw: so there is no file, line or inlined frame.
  *
  * What counts: allocations made by the calling thread (or the thread that
  * runs fn, when there is a timeout) and, with follow_threads, by threads
@@ -33,7 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze/rows.h"
 #include "analyze/stackagg.h"
+#include "analyze/view.h"
+#include "common/arena.h"
+#include "common/bitset.h"
+#include "render/render.h"
+#include "trace/defs.h"
 #include "memtally.h"
 #include "memtally/trace.h"
 
@@ -58,6 +66,8 @@ struct names {
     struct symfile *files;
     size_t nfiles;
     char *(*demangle)(const char *, char *, size_t *, int *);
+    struct mtl_arena arena;     /* the names handed to the view */
+    struct mtl_sym out;         /* the last answer */
 };
 
 static int by_start(const void *a, const void *b)
@@ -136,20 +146,30 @@ static struct symfile *file_of(struct names *nm, const char *path)
     return f;
 }
 
-/* The name of the function containing a return address, into buf. */
-static const char *name_of(struct names *nm, uint64_t addr, char *buf, size_t cap)
+/* The view's namer (analyze/view.h): the function holding a return
+ * address, from this process's own modules.  One entry: no inlining is
+ * known without DWARF, nor a file or line. */
+static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_sym **out)
 {
+    (void)module;
+    struct names *nm = arg;
+    struct mtl_sym *e = &nm->out;
     Dl_info info;
     struct link_map *lm = NULL;
     uint64_t pc = addr - 1;
-    if (!dladdr1((void *)(uintptr_t)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
-        snprintf(buf, cap, "0x%llx", (unsigned long long)addr);
-        return buf;
-    }
+    memset(e, 0, sizeof *e);
+    e->module = "";
+    e->offset = addr;
+    *out = e;
+    if (!dladdr1((void *)(uintptr_t)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+        return 1;
     const char *path = info.dli_fname && *info.dli_fname ? info.dli_fname : "/proc/self/exe";
     if (lm->l_name && !*lm->l_name)
         path = "/proc/self/exe"; /* the main program */
     uint64_t off = pc - lm->l_addr;
+    e->offset = off + 1;
+    if (!(e->module = mtl_arena_strdup(&nm->arena, path)))
+        return MTL_ENOMEM;
     const char *name = NULL;
     struct symfile *f = file_of(nm, path);
     if (f && f->n) {
@@ -166,39 +186,27 @@ static const char *name_of(struct names *nm, uint64_t addr, char *buf, size_t ca
     }
     if (!name)
         name = info.dli_sname;
-    if (!name) {
-        const char *b = strrchr(path, '/');
-        snprintf(buf, cap, "%s+0x%llx", b ? b + 1 : path, (unsigned long long)off);
-        return buf;
-    }
-    if (nm->demangle && name[0] == '_' && name[1] == 'Z') {
-        int status;
-        char *d = nm->demangle(name, NULL, NULL, &status);
-        if (d && status == 0) {
-            snprintf(buf, cap, "%s", d);
-            free(d);
-            return buf;
-        }
-        free(d);
-    }
-    snprintf(buf, cap, "%s", name);
-    return buf;
+    if (!name)
+        return 1; /* unnamed: the view shows module+0xOFFSET */
+    char *d = NULL;
+    int status = -1;
+    if (nm->demangle && name[0] == '_' && name[1] == 'Z')
+        d = nm->demangle(name, NULL, NULL, &status);
+    e->function = mtl_arena_strdup(&nm->arena, d && status == 0 ? d : name);
+    free(d);
+    return e->function ? 1 : MTL_ENOMEM;
 }
 
-static const char *const plumbing[] = {
-    "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
-    "aligned_alloc", "memalign", "valloc", "pvalloc", "operator new*",
-    "operator delete*", "std::allocator<*", "__gnu_cxx::new_allocator<*",
-    "std::__new_allocator<*", "std::allocator_traits<*", "*::_M_allocate(*",
-    "*::_M_create(*", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
-};
-
-static int hidden(const char *name)
+static void release_names(struct names *nm)
 {
-    for (size_t i = 0; i < sizeof plumbing / sizeof *plumbing; i++)
-        if (!fnmatch(plumbing[i], name, 0))
-            return 1;
-    return 0;
+    for (size_t i = 0; i < nm->nfiles; i++) {
+        free(nm->files[i].path);
+        free(nm->files[i].syms);
+        if (nm->files[i].map)
+            munmap(nm->files[i].map, nm->files[i].map_size);
+    }
+    free(nm->files);
+    mtl_arena_release(&nm->arena);
 }
 
 /* --- running the call --------------------------------------------------- */
@@ -224,136 +232,58 @@ static void *run_fn(void *p)
 
 /* --- folding the trace into tables -------------------------------------- */
 
-struct row_acc {
-    char *function;
-    uint64_t calls, bytes;
-};
-
-struct table_acc {
-    uint32_t thread;
-    struct row_acc *rows;
-    size_t n;
-    uint64_t calls, bytes;
-};
-
-static struct row_acc *row_for(struct table_acc *t, const char *name)
+/* One public table from the engine's rows: the rows and their names are
+ * the result's own (one malloc'd block each). */
+static int public_table(struct mtl_result_table *out, const struct mtl_rows *rows,
+                        double all_bytes, uint32_t tid, const char *thread_name)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (!strcmp(t->rows[i].function, name))
-            return &t->rows[i];
-    struct row_acc *r = realloc(t->rows, (t->n + 1) * sizeof *r);
-    if (!r)
-        return NULL;
-    t->rows = r;
-    r = &t->rows[t->n];
-    r->function = strdup(name);
-    r->calls = r->bytes = 0;
-    if (!r->function)
-        return NULL;
-    t->n++;
-    return r;
-}
-
-static int by_bytes(const void *a, const void *b)
-{
-    const struct mtl_result_row *x = a, *y = b;
-    if (x->bytes != y->bytes)
-        return x->bytes < y->bytes ? 1 : -1;
-    return strcmp(x->function, y->function);
-}
-
-struct fold {
-    struct mtl_reader *r;
-    struct names *nm;
-    struct table_acc total;
-    struct table_acc *threads;
-    size_t nthreads;
-    int err;
-};
-
-static struct table_acc *thread_table(struct fold *f, uint32_t thread)
-{
-    for (size_t i = 0; i < f->nthreads; i++)
-        if (f->threads[i].thread == thread)
-            return &f->threads[i];
-    struct table_acc *t = realloc(f->threads, (f->nthreads + 1) * sizeof *t);
-    if (!t)
-        return NULL;
-    f->threads = t;
-    t = &f->threads[f->nthreads++];
-    memset(t, 0, sizeof *t);
-    t->thread = thread;
-    return t;
-}
-
-static void fold_entry(const struct mtl_stackagg_entry *e, void *arg)
-{
-    struct fold *f = arg;
-    struct mtl_frame frames[MTL_MAX_DEPTH];
-    char buf[1024];
-    const char *site = "(no stack)";
-    int n = mtl_reader_stack(f->r, e->stack, frames, MTL_MAX_DEPTH);
-    for (int i = 0; i < n && i < MTL_MAX_DEPTH; i++) {
-        if (frames[i].kind != MTL_FRAME_NATIVE)
-            continue;
-        const char *name = name_of(f->nm, frames[i].addr, buf, sizeof buf);
-        if (!hidden(name)) {
-            site = name;
-            break;
-        }
-    }
-    struct table_acc *tables[2] = { &f->total, thread_table(f, e->thread) };
-    for (int k = 0; k < 2; k++) {
-        struct row_acc *row = tables[k] ? row_for(tables[k], site) : NULL;
-        if (!row) {
-            f->err = 1;
-            return;
-        }
-        row->calls += (uint64_t)e->calls;
-        row->bytes += (uint64_t)e->bytes;
-        tables[k]->calls += (uint64_t)e->calls;
-        tables[k]->bytes += (uint64_t)e->bytes;
-    }
-}
-
-/* Turns an accumulated table into the public one; its rows and names go
- * in one malloc'd block each. */
-static int finish_table(struct mtl_result_table *out, struct table_acc *in,
-                        uint64_t all_bytes, const struct mtl_reader *r)
-{
-    struct mtl_result_row *rows = calloc(in->n ? in->n : 1, sizeof *rows);
-    if (!rows)
+    struct mtl_result_row *pub = calloc(rows->n ? rows->n : 1, sizeof *pub);
+    if (!pub)
         return -ENOMEM;
-    for (size_t i = 0; i < in->n; i++) {
-        rows[i].function = in->rows[i].function; /* ownership moves */
-        rows[i].calls = in->rows[i].calls;
-        rows[i].bytes = in->rows[i].bytes;
-        rows[i].percent = in->bytes ? 100.0 * (double)in->rows[i].bytes / (double)in->bytes : 0;
+    out->rows = pub;
+    for (size_t i = 0; i < rows->n; i++) {
+        pub[i].function = strdup(rows->row[i].function);
+        if (!pub[i].function)
+            return -ENOMEM;
+        pub[i].calls = (uint64_t)rows->row[i].calls;
+        pub[i].bytes = (uint64_t)rows->row[i].bytes;
+        pub[i].percent = rows->row[i].percent;
+        out->nrows = i + 1;
     }
-    qsort(rows, in->n, sizeof *rows, by_bytes);
-    free(in->rows);
-    in->rows = NULL;
-    out->rows = rows;
-    out->nrows = in->n;
-    in->n = 0;
-    out->calls = in->calls;
-    out->bytes = in->bytes;
-    out->percent = all_bytes ? 100.0 * (double)in->bytes / (double)all_bytes : 0;
-    const struct mtl_thread *t = r ? mtl_reader_thread(r, in->thread) : NULL;
-    out->tid = t ? t->tid : 0;
-    out->thread_name = strdup(t && *t->name ? t->name : r ? "" : "all threads");
+    out->calls = (uint64_t)rows->calls;
+    out->bytes = (uint64_t)rows->bytes;
+    out->percent = all_bytes > 0 ? 100.0 * rows->bytes / all_bytes : 0;
+    out->tid = tid;
+    out->thread_name = strdup(thread_name);
     return out->thread_name ? 0 : -ENOMEM;
 }
 
-static int read_result(const char *path, uint32_t main_thread, int follow,
+static int fold_table(struct mtl_view *v, const struct mtl_defs *d,
+                      const struct mtl_stackagg *agg, uint32_t thread, double all_bytes,
+                      struct mtl_result_table *out)
+{
+    struct mtl_rows rows;
+    int rc = mtl_rows_fold(&rows, agg, v, d, MTL_BY_FUNCTION, 0, thread);
+    if (rc < 0)
+        return -ENOMEM;
+    mtl_rows_sort(&rows, MTL_SORT_BYTES, 1);
+    const struct mtl_thread *t = thread == MTL_ALL_THREADS ? NULL : mtl_defs_thread(d, thread);
+    rc = public_table(out, &rows, all_bytes, t ? t->tid : 0,
+                      t ? t->name : thread == MTL_ALL_THREADS ? "all threads" : "");
+    mtl_rows_release(&rows);
+    return rc;
+}
+
+static int read_result(int fd, uint32_t main_thread, int follow,
                        uint32_t first_new_thread, struct mtl_result *res)
 {
     struct mtl_reader *r;
-    int rc = mtl_reader_open(&r, path);
-    if (rc < 0)
+    if (mtl_reader_open_fd(&r, fd) < 0)
         return -EIO;
-    struct mtl_stackagg agg = { .per_thread = 1 };
+    struct mtl_stackagg agg = MTL_STACKAGG_INIT(1);
     struct mtl_event ev;
+    int rc;
+    mtl_reader_skip_pointers(r, 1);
     while ((rc = mtl_reader_next(r, &ev)) > 0) {
         if (ev.type != MTL_EV_ALLOC)
             continue;
@@ -364,39 +294,41 @@ static int read_result(const char *path, uint32_t main_thread, int follow,
             break;
         }
     }
-    struct names nm = { 0 };
+    if (rc < 0 && rc != -ENOMEM)
+        rc = -EIO;
+    struct mtl_defs defs;
+    mtl__reader_defs(r, &defs);
+    struct names nm = { .arena = MTL_ARENA_INIT };
     nm.demangle = (char *(*)(const char *, char *, size_t *, int *))
         dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    struct fold f = { .r = r, .nm = &nm };
-    if (rc == 0) {
-        mtl_stackagg_each(&agg, fold_entry, &f);
-        rc = f.err ? -ENOMEM : 0;
+    struct mtl_view_namer namer = { resolve, &nm };
+    struct mtl_view *v = NULL;
+    if (rc == 0 && mtl_view_open(&v, &defs, &namer, NULL) < 0)
+        rc = -ENOMEM;
+    double all_bytes = 0;
+    mtl_stackagg_totals(&agg, NULL, &all_bytes, NULL);
+    if (rc == 0)
+        rc = fold_table(v, &defs, &agg, MTL_ALL_THREADS, all_bytes, &res->total);
+    res->total.tid = 0;
+    /* One table per thread that allocated, in the order of their indices. */
+    struct mtl_bitset seen = MTL_BITSET_INIT;
+    size_t nthreads = 0;
+    for (size_t i = 0; rc == 0 && i < agg.n; i++)
+        if (mtl_bitset_set(&seen, agg.e[i].thread) == 1)
+            nthreads++;
+    struct mtl_result_table *threads = NULL;
+    if (rc == 0 && !(threads = calloc(nthreads ? nthreads : 1, sizeof *threads)))
+        rc = -ENOMEM;
+    res->threads = threads;
+    for (uint32_t t = 0; rc == 0 && res->nthreads < nthreads; t++) {
+        if (!mtl_bitset_test(&seen, t))
+            continue;
+        rc = fold_table(v, &defs, &agg, t, all_bytes, &threads[res->nthreads]);
+        res->nthreads++;
     }
-    if (rc == 0) {
-        struct mtl_result_table *threads = calloc(f.nthreads ? f.nthreads : 1, sizeof *threads);
-        rc = threads ? finish_table(&res->total, &f.total, f.total.bytes, NULL) : -ENOMEM;
-        res->total.tid = 0;
-        for (size_t i = 0; rc == 0 && i < f.nthreads; i++)
-            rc = finish_table(&threads[i], &f.threads[i], f.total.bytes, r);
-        res->threads = threads;
-        res->nthreads = f.nthreads;
-    }
-    for (size_t i = 0; i < f.nthreads; i++) {
-        for (size_t k = 0; k < f.threads[i].n; k++)
-            free(f.threads[i].rows[k].function);
-        free(f.threads[i].rows);
-    }
-    for (size_t k = 0; k < f.total.n; k++)
-        free(f.total.rows[k].function);
-    free(f.total.rows);
-    free(f.threads);
-    for (size_t i = 0; i < nm.nfiles; i++) {
-        free(nm.files[i].path);
-        free(nm.files[i].syms);
-        if (nm.files[i].map)
-            munmap(nm.files[i].map, nm.files[i].map_size);
-    }
-    free(nm.files);
+    mtl_bitset_release(&seen);
+    mtl_view_close(v);
+    release_names(&nm);
     mtl_stackagg_release(&agg);
     mtl_reader_close(r);
     return rc;
@@ -470,7 +402,7 @@ EXPORT int mtl_profile_call(void (*fn)(void *), void *arg,
     }
     mtl__ctl_stop();
     mtl__tls.in_hook++; /* the tables are memtally's own allocations */
-    rc = read_result(path, main_thread, opt && opt->follow_threads, first_new, res);
+    rc = read_result(fd, main_thread, opt && opt->follow_threads, first_new, res);
     mtl__tls.in_hook--;
     close(fd);
     if (rc < 0) {
@@ -481,19 +413,31 @@ EXPORT int mtl_profile_call(void (*fn)(void *), void *arg,
     return 0;
 }
 
+/* Prints one table in the layout of `memtally report`: the table goes
+ * back into the engine's rows for the one renderer. */
 static void print_table(const struct mtl_result_table *t, FILE *f, const char *title)
 {
-    fprintf(f, "****** %s -- %.2f %% of all bytes, %llu calls, %llu bytes ******\n", title,
-            t->percent, (unsigned long long)t->calls, (unsigned long long)t->bytes);
-    fprintf(f, "%-48s %10s %12s %10s %8s\n", "FUNCTION", "CALLS", "BYTES", "PER CALL", "[%]");
+    struct mtl_row *rows = calloc(t->nrows ? t->nrows : 1, sizeof *rows);
+    struct mtl_buf b = MTL_BUF_INIT;
+    if (!rows)
+        return;
     for (size_t i = 0; i < t->nrows; i++) {
-        const struct mtl_result_row *r = &t->rows[i];
-        fprintf(f, "%-48.48s %10llu %12llu %10llu %8.2f\n", r->function,
-                (unsigned long long)r->calls, (unsigned long long)r->bytes,
-                (unsigned long long)(r->calls ? r->bytes / r->calls : 0), r->percent);
+        rows[i].function = t->rows[i].function;
+        rows[i].calls = (double)t->rows[i].calls;
+        rows[i].bytes = (double)t->rows[i].bytes;
+        rows[i].percent = t->rows[i].percent;
+        rows[i].location = MTL_NO_LOCATION;
     }
-    fprintf(f, "%-48s %10llu %12llu %10s %8.2f\n\n", "", (unsigned long long)t->calls,
-            (unsigned long long)t->bytes, "", t->bytes ? 100.0 : 0.0);
+    struct mtl_rows table = { .row = rows, .n = t->nrows, .calls = (double)t->calls,
+                              .bytes = (double)t->bytes };
+    struct mtl_table_spec spec = { "FUNCTION", "CALLS", NULL, 1, 1 };
+    mtl_render_banner(&b, title, t->percent, (double)t->bytes, (double)t->calls);
+    mtl_render_table(&b, &table, &spec, 0, 0);
+    mtl_buf_addc(&b, '\n');
+    if (!b.failed)
+        fwrite(b.data, 1, b.len, f);
+    mtl_buf_release(&b);
+    free(rows);
 }
 
 EXPORT void mtl_result_print(const struct mtl_result *res, FILE *f, int how)
@@ -505,7 +449,7 @@ EXPORT void mtl_result_print(const struct mtl_result *res, FILE *f, int how)
     if (how & MTL_PRINT_THREADS)
         for (size_t i = 0; i < res->nthreads; i++) {
             snprintf(title, sizeof title, "thread %u (%s)", res->threads[i].tid,
-                     res->threads[i].thread_name);
+                     *res->threads[i].thread_name ? res->threads[i].thread_name : "unnamed");
             print_table(&res->threads[i], f, title);
         }
     if (how & MTL_PRINT_TOTAL)

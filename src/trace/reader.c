@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "common/varint.h"
+#include "trace/defs.h"
 #include "trace/format.h"
 
 #define MAX_THREADS (1u << 22)
@@ -38,7 +39,12 @@ struct module_range {
 };
 
 struct mtl_reader {
-    int fd;
+    /* the input: a descriptor read with pread (closed at the end when
+     * own_fd), or memory; pos is where the next block starts */
+    int fd, own_fd;
+    const uint8_t *mem;
+    size_t mem_size;
+    uint64_t pos;
     struct mtl_trace_info info;
     char *program, *command_line;
     ZSTD_DCtx *dctx;
@@ -87,20 +93,30 @@ static int from_errno(int e)
     }
 }
 
-/* Reads exactly n bytes; returns n, fewer at end of file, or -1. */
-static ssize_t read_full(int fd, void *buf, size_t n)
+/* Reads up to n bytes at offset off of the input; returns how many (fewer
+ * at its end), or -1 with errno set. */
+static ssize_t read_at(const struct mtl_reader *r, uint64_t off, void *buf, size_t n)
 {
+    if (r->mem) {
+        if (off >= r->mem_size)
+            return 0;
+        size_t left = r->mem_size - (size_t)off;
+        if (n > left)
+            n = left;
+        memcpy(buf, r->mem + off, n);
+        return (ssize_t)n;
+    }
     size_t got = 0;
     while (got < n) {
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0) {
+        ssize_t k = pread(r->fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (k < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
         }
-        if (r == 0)
+        if (k == 0)
             break;
-        got += (size_t)r;
+        got += (size_t)k;
     }
     return (ssize_t)got;
 }
@@ -125,10 +141,10 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
  * file stops inside a block), or a negative code. */
 /* The end of what is there: a whole trace is truncated; one that is
  * followed is read again from start next time. */
-static int partial_block(struct mtl_reader *r, off_t start)
+static int partial_block(struct mtl_reader *r, uint64_t start)
 {
     if (r->follow) {
-        lseek(r->fd, start, SEEK_SET);
+        r->pos = start; /* read this block again once it is whole */
         return 0;
     }
     r->info.truncated = 1;
@@ -138,8 +154,8 @@ static int partial_block(struct mtl_reader *r, off_t start)
 static int next_block(struct mtl_reader *r)
 {
     uint8_t h[MTL_BLOCK_HEADER_SIZE];
-    off_t start = lseek(r->fd, 0, SEEK_CUR);
-    ssize_t n = read_full(r->fd, h, sizeof h);
+    uint64_t start = r->pos;
+    ssize_t n = read_at(r, start, h, sizeof h);
     if (n < 0)
         return from_errno(errno);
     if (n == 0)
@@ -158,11 +174,12 @@ static int next_block(struct mtl_reader *r)
         r->cbuf = b;
         r->cbuf_cap = csize;
     }
-    n = read_full(r->fd, r->cbuf, csize);
+    n = read_at(r, start + sizeof h, r->cbuf, csize);
     if (n < 0)
         return from_errno(errno);
     if ((size_t)n < csize)
         return partial_block(r, start);
+    r->pos = start + sizeof h + csize;
     size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, MTL_BLOCK_MAX_RAW, r->cbuf, csize);
     if (ZSTD_isError(got) || got != rsize)
         return MTL_ECORRUPT;
@@ -665,45 +682,28 @@ int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
     }
 }
 
-int mtl_reader_open(struct mtl_reader **out, const char *path)
+/* Reads the file header and the HEADER record of the input set up in r;
+ * on failure closes r. */
+static int open_common(struct mtl_reader *r, struct mtl_reader **out)
 {
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return from_errno(errno);
-    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-        close(fd);
-        return S_ISDIR(st.st_mode) ? MTL_EINVAL : MTL_EIO;
-    }
     uint8_t h[MTL_FILE_HEADER_SIZE];
-    ssize_t n = read_full(fd, h, sizeof h);
-    if (n < 0) {
-        int e = from_errno(errno);
-        close(fd);
-        return e;
+    ssize_t n = read_at(r, 0, h, sizeof h);
+    int rc = 0;
+    if (n < 0)
+        rc = from_errno(errno);
+    else if (n < 8 || memcmp(h, MTL_FILE_MAGIC, 8) != 0)
+        rc = MTL_ENOTTRACE;
+    else if (n < (ssize_t)sizeof h)
+        rc = MTL_ECORRUPT;
+    else if (mtl__get_u32le(h + 8) != MTL_FORMAT_VERSION)
+        rc = MTL_EVERSION;
+    else if (mtl__get_u32le(h + 12) != 0)
+        rc = MTL_ECORRUPT; /* no flags are defined in this version */
+    if (rc < 0) {
+        mtl_reader_close(r);
+        return rc;
     }
-    if (n < 8 || memcmp(h, MTL_FILE_MAGIC, 8) != 0) {
-        close(fd);
-        return MTL_ENOTTRACE;
-    }
-    if (n < (ssize_t)sizeof h) {
-        close(fd);
-        return MTL_ECORRUPT;
-    }
-    if (mtl__get_u32le(h + 8) != MTL_FORMAT_VERSION) {
-        close(fd);
-        return MTL_EVERSION;
-    }
-    if (mtl__get_u32le(h + 12) != 0) {
-        close(fd);
-        return MTL_ECORRUPT; /* no flags are defined in this version */
-    }
-    struct mtl_reader *r = calloc(1, sizeof *r);
-    if (!r) {
-        close(fd);
-        return MTL_ENOMEM;
-    }
-    r->fd = fd;
+    r->pos = MTL_FILE_HEADER_SIZE;
     r->info.version = MTL_FORMAT_VERSION;
     r->info.program = r->info.command_line = "";
     r->dctx = ZSTD_createDCtx();
@@ -721,7 +721,7 @@ int mtl_reader_open(struct mtl_reader **out, const char *path)
     r->nodes_cap = cap;
     r->node_module[0] = UINT32_MAX;
     /* The header record opens the first block. */
-    int rc = next_block(r);
+    rc = next_block(r);
     if (rc == 0)
         rc = MTL_ECORRUPT; /* not even the header: nothing to read */
     if (rc > 0 && (r->sp[MTL_S_MAIN] >= r->se[MTL_S_MAIN] ||
@@ -737,6 +737,53 @@ int mtl_reader_open(struct mtl_reader **out, const char *path)
     }
     *out = r;
     return 0;
+}
+
+int mtl_reader_open(struct mtl_reader **out, const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return from_errno(errno);
+    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode) ? MTL_EINVAL : MTL_EIO;
+    }
+    struct mtl_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        close(fd);
+        return MTL_ENOMEM;
+    }
+    r->fd = fd;
+    r->own_fd = 1;
+    return open_common(r, out);
+}
+
+int mtl_reader_open_fd(struct mtl_reader **out, int fd)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return MTL_EINVAL;
+    if (S_ISDIR(st.st_mode))
+        return MTL_EINVAL;
+    struct mtl_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return MTL_ENOMEM;
+    r->fd = fd;
+    return open_common(r, out);
+}
+
+int mtl_reader_open_memory(struct mtl_reader **out, const void *data, size_t size)
+{
+    if (!data && size)
+        return MTL_EINVAL;
+    struct mtl_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return MTL_ENOMEM;
+    r->fd = -1;
+    r->mem = data ? data : (const uint8_t *)"";
+    r->mem_size = size;
+    return open_common(r, out);
 }
 
 void mtl_reader_follow(struct mtl_reader *r, int on)
@@ -763,9 +810,11 @@ void mtl_reader_position(const struct mtl_reader *r, uint64_t *offset,
                          uint64_t *size)
 {
     struct stat st;
-    off_t at = lseek(r->fd, 0, SEEK_CUR);
-    *offset = at > 0 ? (uint64_t)at : 0;
-    *size = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    *offset = r->pos;
+    if (r->mem)
+        *size = r->mem_size;
+    else
+        *size = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
 static void fill_frame(const struct mtl_reader *r, uint32_t id,
@@ -843,7 +892,7 @@ void mtl_reader_close(struct mtl_reader *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0)
+    if (r->own_fd && r->fd >= 0)
         close(r->fd);
     ZSTD_freeDCtx(r->dctx);
     free(r->cbuf);
@@ -869,4 +918,20 @@ void mtl_reader_close(struct mtl_reader *r)
         free(r->strings[i]);
     free(r->strings);
     free(r);
+}
+
+void mtl__reader_defs(const struct mtl_reader *r, struct mtl_defs *d)
+{
+    d->info = r->info;
+    d->nnodes = r->nnodes;
+    d->parent = r->parent;
+    d->frame = r->frame;
+    d->module = r->node_module;
+    d->custom = r->custom;
+    d->nthreads = r->nthreads;
+    d->threads = r->threads;
+    d->nmodules = r->nmodules;
+    d->modules = r->modules;
+    d->nstrings = r->nstrings;
+    d->strings = (const char *const *)r->strings;
 }

@@ -14,7 +14,7 @@ cat stdout.txt
 row() { grep -m1 "^$1" stdout.txt | awk '{print $2, $3}'; }
 expect_eq "make_block calls and bytes" "10 1000" "$(row make_block)"
 expect_eq "keep_block calls and bytes" "5 1000" "$(row keep_block)"
-grep -q "all threads -- 100.00 % of all bytes, 15 calls, 2000 bytes" stdout.txt ||
+grep -q "== all threads: 100.00% of all bytes, 2000 bytes in 15 calls ==" stdout.txt ||
     fail "the first table's total is not 15 calls, 2000 bytes"
 # spawner with follow_threads: 2 threads of 3 x 50 each, and the caller's.
 expect_eq "threads in the follow table" "threads: 3" "$(grep '^threads:' stdout.txt)"

@@ -1,0 +1,264 @@
+/*
+ * analyses.h: every analysis of the engine, as a function that runs a
+ * query on a trace and returns a result the caller owns (and releases
+ * with the matching _release).  Results hold names that live in the
+ * engine: use them before closing it.  Renderers (src/render) turn
+ * results into text and JSON; nothing here prints.
+ *
+ * Every function returns 0 or a negative MTL_E* code (MTL_ECORRUPT: the
+ * trace is damaged, the result holds nothing).  Figures are weights: exact
+ * counts in full mode, unbiased estimates in sampled mode (`estimated`).
+ */
+#ifndef MTL_ANALYZE_ANALYSES_H
+#define MTL_ANALYZE_ANALYSES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/engine.h"
+#include "analyze/filter.h"
+#include "analyze/rows.h"
+#include "common/bitset.h"
+
+/* What every result starts with. */
+struct mtl_result_head {
+    int estimated;          /* a sampled trace: figures are estimates */
+    uint64_t sample_rate;   /* bytes, when estimated */
+};
+
+/* ---- report: the hprof table, per thread and in total ---------------- */
+
+struct mtl_report_options {
+    int total_only;         /* no per-thread tables */
+    int inclusive;          /* a function counts all allocated below it */
+    enum mtl_group by;
+    enum mtl_sort sort;
+    int descending;
+    size_t top;             /* rows per table, 0: all */
+    size_t stacks;          /* call paths under each row, 0: none */
+};
+
+struct mtl_thread_rows {
+    uint32_t index, tid;
+    const char *name;       /* "" when unnamed */
+    double percent;         /* share of all bytes */
+    struct mtl_rows rows;
+};
+
+struct mtl_report {
+    struct mtl_result_head head;
+    struct mtl_rows total;
+    struct mtl_thread_rows *threads; /* those that allocated, in index order */
+    size_t nthreads;
+};
+
+int mtl_report(struct mtl_engine *e, const struct mtl_filter *f,
+               const struct mtl_report_options *o, struct mtl_report *out);
+void mtl_report_release(struct mtl_report *r);
+
+/* ---- peak: what was live when the live bytes were highest ------------ */
+
+struct mtl_peak_options {
+    size_t top, stacks;
+};
+
+struct mtl_peak {
+    struct mtl_result_head head;
+    int found;              /* 0: no block passes the filters */
+    double peak_bytes;
+    uint64_t peak_time_us;
+    struct mtl_rows rows;   /* calls: blocks */
+};
+
+int mtl_peak(struct mtl_engine *e, const struct mtl_filter *f,
+             const struct mtl_peak_options *o, struct mtl_peak *out);
+void mtl_peak_release(struct mtl_peak *p);
+
+/* ---- leaks: what was live at the end --------------------------------- */
+
+struct mtl_leaks_options {
+    const char *const *suppressions; /* patterns: a block with a matching frame is not reported */
+    size_t nsuppressions;
+    size_t top, stacks;     /* stacks: paths per row (at least 1: the largest leak's stack) */
+};
+
+struct mtl_leaks {
+    struct mtl_result_head head;
+    double suppressed_bytes, suppressed_blocks;
+    struct mtl_rows rows;   /* calls: blocks; paths[0]: the largest leak's stack, in full */
+};
+
+int mtl_leaks(struct mtl_engine *e, const struct mtl_filter *f,
+              const struct mtl_leaks_options *o, struct mtl_leaks *out);
+void mtl_leaks_release(struct mtl_leaks *l);
+
+/* ---- temporary: blocks freed right after their allocation ------------ */
+
+struct mtl_temporary_options {
+    int within_set;         /* instead: freed at most within_us after allocation */
+    uint64_t within_us;
+    size_t top;
+};
+
+struct mtl_temporary {
+    struct mtl_result_head head;
+    double temporary_calls, temporary_bytes, calls;
+    struct mtl_rows rows;   /* extra: temporary calls; percent: of all temporary calls */
+};
+
+int mtl_temporary(struct mtl_engine *e, const struct mtl_filter *f,
+                  const struct mtl_temporary_options *o, struct mtl_temporary *out);
+void mtl_temporary_release(struct mtl_temporary *t);
+
+/* ---- stacks: the most frequent call stacks that reach a target ------- */
+
+struct mtl_stacks_options {
+    const char *target;     /* pattern (required) */
+    size_t depth;           /* frames kept from the target outwards */
+    double min_count;
+    size_t top;
+};
+
+struct mtl_stack_group {
+    double count, bytes, percent;
+    size_t n;
+    struct mtl_location *frames;
+};
+
+struct mtl_stacks {
+    struct mtl_result_head head;
+    double blocks, bytes;   /* of every block that reaches the target */
+    size_t nreaching;       /* distinct cut stacks before --min-count and --top */
+    struct mtl_stack_group *groups; /* most frequent first */
+    size_t ngroups;
+};
+
+int mtl_stacks(struct mtl_engine *e, const struct mtl_filter *f,
+               const struct mtl_stacks_options *o, struct mtl_stacks *out);
+void mtl_stacks_release(struct mtl_stacks *s);
+
+/* ---- tree: the call tree of allocations ------------------------------- */
+
+struct mtl_tree_options {
+    const char *callers;    /* bottom up from the functions matching it */
+    const char *callees;    /* top down from the functions matching it */
+    double min_percent;     /* nodes below this share of the root are left out */
+    size_t max_depth;       /* 0: all */
+};
+
+struct mtl_tree_node {
+    struct mtl_location where;  /* the function (the root: none) */
+    double calls, bytes, percent; /* percent of the root's bytes */
+    size_t nchildren;
+    struct mtl_tree_node *children; /* largest first */
+};
+
+struct mtl_tree {
+    struct mtl_result_head head;
+    struct mtl_tree_node root;
+};
+
+int mtl_tree(struct mtl_engine *e, const struct mtl_filter *f,
+             const struct mtl_tree_options *o, struct mtl_tree *out);
+void mtl_tree_release(struct mtl_tree *t);
+
+/* ---- timeline: live bytes, allocation rate and RSS over time ---------- */
+
+struct mtl_timeline_point {
+    uint64_t time_us;       /* the end of the interval */
+    double live;            /* live bytes at its end */
+    double alloc_bytes, alloc_calls; /* allocated in it */
+    uint64_t rss;           /* the last RSS sample so far, 0 before any */
+};
+
+struct mtl_timeline {
+    struct mtl_result_head head;
+    size_t n;
+    struct mtl_timeline_point *points;
+};
+
+int mtl_timeline(struct mtl_engine *e, const struct mtl_filter *f, size_t points,
+                 struct mtl_timeline *out);
+void mtl_timeline_release(struct mtl_timeline *t);
+
+/* ---- histogram: allocation sizes in power-of-two buckets -------------- */
+
+struct mtl_histogram_bucket {
+    uint64_t min, max;
+    double calls, bytes, percent; /* percent of calls */
+};
+
+struct mtl_histogram {
+    struct mtl_result_head head;
+    double calls, bytes;
+    size_t n;               /* non-empty buckets, smallest first */
+    struct mtl_histogram_bucket buckets[65];
+};
+
+int mtl_histogram(struct mtl_engine *e, const struct mtl_filter *f,
+                  struct mtl_histogram *out);
+
+/* ---- diff: what changed from one trace to another, by function ------- */
+
+enum { MTL_DIFF_CALLS, MTL_DIFF_BYTES, MTL_DIFF_PEAK, MTL_DIFF_LEAKED, MTL_DIFF_FIELDS };
+
+struct mtl_diff_row {
+    const char *function;   /* NULL for the total */
+    double v[2][MTL_DIFF_FIELDS]; /* [0] base, [1] new */
+};
+
+struct mtl_diff {
+    int estimated;          /* either trace is sampled */
+    struct mtl_diff_row *rows; /* largest change in bytes first */
+    size_t n;
+    struct mtl_diff_row total;
+    char *names;            /* the rows' function names */
+};
+
+int mtl_diff(struct mtl_engine *base, struct mtl_engine *next,
+             const struct mtl_filter *f, size_t top, struct mtl_diff *out);
+void mtl_diff_release(struct mtl_diff *d);
+
+/* ---- totals: what `memtally info` tells ------------------------------- */
+
+struct mtl_totals {
+    uint64_t allocations, frees, unmatched_frees, bytes_allocated;
+    uint64_t live_bytes, live_blocks;    /* at the end */
+    uint64_t peak_live_bytes, peak_time_us;
+    uint64_t events, peak_rss;
+    /* weighted (in sampled mode, estimates; in full mode, the same) */
+    double est_allocations, est_bytes, est_frees;
+    double est_live_bytes, est_peak_live_bytes;
+    uint64_t est_peak_time_us;
+    uint32_t threads_allocating;
+    uint32_t unique_stacks;              /* distinct stacks of allocations */
+    uint64_t duration_us;
+};
+
+int mtl_totals(struct mtl_engine *e, struct mtl_totals *out);
+
+/* The same, event by event, for a trace read as it grows (`top`): feed it
+ * every event of a scan or mtl_engine_follow (ops->event). */
+struct mtl_totals_acc {
+    struct mtl_totals t;
+    struct mtl_bitset threads, stacks;   /* seen allocating */
+    double est_live;
+};
+#define MTL_TOTALS_ACC_INIT { { 0 }, MTL_BITSET_INIT, MTL_BITSET_INIT, 0 }
+int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
+                     const struct mtl_block *b);
+void mtl_totals_acc_release(struct mtl_totals_acc *acc);
+
+/* ---- info: what a trace holds ------------------------------------------ */
+
+struct mtl_info {
+    struct mtl_trace_info trace;   /* its strings live in the engine */
+    struct mtl_totals totals;
+    uint32_t threads_seen, modules;
+    uint32_t stack_nodes;          /* frames in the tree of stacks */
+    uint64_t blocks;               /* of the trace file */
+};
+
+int mtl_info(struct mtl_engine *e, struct mtl_info *out);
+
+#endif

@@ -1,0 +1,345 @@
+/*
+ * engine.c: see engine.h.
+ *
+ * The engine keeps one reader whose definitions (stack nodes, modules,
+ * threads, strings) the view uses: the first reader that read the trace
+ * to its end.  Every scan after that opens a reader of its own on the
+ * same source (pread on one descriptor, or the same memory), reads the
+ * events, and closes it; stack ids are the same in every reader of one
+ * trace, so the view's memos stay valid.
+ */
+#include "analyze/engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/ptrmap.h"
+#include "analyze/symbols.h"
+#include "analyze/view.h"
+#include "common/arena.h"
+#include "memtally/errors.h"
+#include "trace/defs.h"
+
+struct mtl_engine {
+    struct mtl_source src;
+    struct mtl_engine_options opt;
+    struct mtl_arena arena;        /* copies of names and patterns */
+    int fd;                        /* PATH: our descriptor; FD: the caller's */
+
+    struct mtl_reader *r;          /* the definitions' reader */
+    int r_fresh;                   /* r has not read any event yet */
+    int r_complete;                /* r read the trace to its end */
+    struct mtl_defs defs;
+
+    struct mtl_symbols *syms;
+    struct mtl_view *view;
+    struct mtl_filter view_filter; /* the frame options view was made for */
+
+    uint64_t blocks;               /* of the last scan */
+    int truncated;
+
+    /* follow mode: the live blocks so far */
+    struct mtl_ptrmap follow_live;
+    uint64_t follow_allocs, follow_seq;
+};
+
+static int open_reader(struct mtl_engine *e, struct mtl_reader **out)
+{
+    if (e->src.kind == MTL_SOURCE_MEMORY)
+        return mtl_reader_open_memory(out, e->src.data, e->src.size);
+    return mtl_reader_open_fd(out, e->fd);
+}
+
+static int reopen(void *arg, struct mtl_reader **out)
+{
+    return open_reader(arg, out);
+}
+
+static const struct mtl_module *module_of(void *arg, uint32_t index)
+{
+    struct mtl_engine *e = arg;
+    return mtl_reader_module(e->r, index);
+}
+
+static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_sym **out)
+{
+    return mtl_symbols_resolve(arg, module, addr, out);
+}
+
+int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
+                    const struct mtl_engine_options *opt)
+{
+    struct mtl_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return MTL_ENOMEM;
+    e->src = *src;
+    if (opt)
+        e->opt = *opt;
+    e->fd = -1;
+    const char *name = src->path ? src->path : "(trace)";
+    if (!(e->src.path = mtl_arena_strdup(&e->arena, name))) {
+        free(e);
+        return MTL_ENOMEM;
+    }
+    int rc = 0;
+    if (src->kind == MTL_SOURCE_PATH) {
+        e->fd = open(src->path, O_RDONLY | O_CLOEXEC);
+        if (e->fd < 0)
+            rc = errno == ENOENT || errno == ENOTDIR ? MTL_ENOENT
+                 : errno == EACCES || errno == EPERM ? MTL_EACCES : MTL_EIO;
+    } else if (src->kind == MTL_SOURCE_FD) {
+        e->fd = src->fd;
+    }
+    if (rc == 0)
+        rc = open_reader(e, &e->r);
+    if (rc == 0)
+        rc = mtl_symbols_open_modules(&e->syms, module_of, e);
+    if (rc < 0) {
+        mtl_engine_close(e);
+        return rc;
+    }
+    if (src->growing)
+        mtl_reader_follow(e->r, 1);
+    e->r_fresh = 1;
+    mtl__reader_defs(e->r, &e->defs);
+    *out = e;
+    return 0;
+}
+
+static void warn_one(const char *message, void *arg)
+{
+    struct mtl_engine *e = arg;
+    e->opt.warn(e->opt.arg, message);
+}
+
+void mtl_engine_warnings(struct mtl_engine *e)
+{
+    if (e->syms && e->opt.warn)
+        mtl_symbols_warnings(e->syms, warn_one, e);
+}
+
+void mtl_engine_close(struct mtl_engine *e)
+{
+    if (!e)
+        return;
+    mtl_engine_warnings(e);
+    mtl_view_close(e->view);
+    mtl_symbols_close(e->syms);
+    mtl_reader_close(e->r);
+    mtl_ptrmap_release(&e->follow_live);
+    if (e->src.kind == MTL_SOURCE_PATH && e->fd >= 0)
+        close(e->fd);
+    mtl_arena_release(&e->arena);
+    free(e);
+}
+
+const struct mtl_defs *mtl_engine_defs(struct mtl_engine *e)
+{
+    return &e->defs;
+}
+
+/* Copies the frame options of f into the engine's memory. */
+static int keep_patterns(struct mtl_engine *e, const char **to, const char *const *from,
+                         size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(to[i] = mtl_arena_strdup(&e->arena, from[i])))
+            return MTL_ENOMEM;
+    return 0;
+}
+
+struct mtl_view *mtl_engine_view(struct mtl_engine *e, const struct mtl_filter *f)
+{
+    if (e->view && mtl_filter_same_view(&e->view_filter, f))
+        return e->view;
+    mtl_view_close(e->view);
+    e->view = NULL;
+    struct mtl_filter *vf = &e->view_filter;
+    memset(vf, 0, sizeof *vf);
+    vf->keep_alloc_frames = f->keep_alloc_frames;
+    vf->nhide = f->nhide;
+    vf->nwrappers = f->nwrappers;
+    if (keep_patterns(e, vf->hide, f->hide, f->nhide) < 0 ||
+        keep_patterns(e, vf->wrappers, f->wrappers, f->nwrappers) < 0)
+        return NULL;
+    struct mtl_view_namer namer = { resolve, e->syms };
+    struct mtl_view_options vo = {
+        .hide = vf->hide, .nhide = vf->nhide,
+        .wrappers = vf->wrappers, .nwrappers = vf->nwrappers,
+        .keep_alloc_frames = vf->keep_alloc_frames,
+    };
+    if (mtl_view_open(&e->view, &e->defs, &namer, &vo) < 0)
+        return NULL;
+    return e->view;
+}
+
+struct progress_wrap {
+    struct mtl_engine *e;
+    const struct mtl_scan_ops *inner;
+    void *arg;
+};
+
+static void scan_progress(void *arg, double done)
+{
+    struct progress_wrap *p = arg;
+    p->e->opt.progress(p->e->opt.arg, "reading the trace", done);
+}
+
+static int pass_block(void *arg, const struct mtl_block *b)
+{
+    struct progress_wrap *p = arg;
+    return p->inner->block ? p->inner->block(p->arg, b) : 0;
+}
+
+static int pass_event(void *arg, const struct mtl_event *ev, const struct mtl_block *b,
+                      int passes)
+{
+    struct progress_wrap *p = arg;
+    return p->inner->event(p->arg, ev, b, passes);
+}
+
+int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
+                    const struct mtl_scan_ops *ops, void *arg,
+                    struct mtl_scan_result *res)
+{
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    struct mtl_reader *r = NULL;
+    int rc = 0;
+    if (e->r_fresh) {
+        r = e->r;
+        e->r_fresh = 0;
+    } else if ((rc = open_reader(e, &r)) < 0) {
+        return rc;
+    }
+    /* The definitions follow the reader that reads them first in full. */
+    int refresh = !e->r_complete;
+    if (refresh && r != e->r) {
+        mtl__reader_defs(r, &e->defs);
+        mtl_reader_close(e->r);
+        e->r = r;
+    }
+    struct progress_wrap pw = { e, ops, arg };
+    struct mtl_scan_ops wrapped = {
+        .block = ops->block ? pass_block : NULL,
+        .event = ops->event ? pass_event : NULL,
+        .progress = e->opt.progress ? scan_progress : NULL,
+        .alloc_only = ops->alloc_only,
+    };
+    struct mtl_scan_input in = { r, reopen, e, refresh ? &e->defs : NULL, v };
+    rc = mtl_scan(&in, f, &wrapped, &pw, res);
+    if (e->opt.progress)
+        e->opt.progress(e->opt.arg, "reading the trace", 1);
+    e->blocks = mtl_reader_blocks(r);
+    e->truncated = mtl_reader_info(r)->truncated;
+    if (refresh && rc == 0)
+        e->r_complete = 1;
+    if (r != e->r)
+        mtl_reader_close(r);
+    return rc;
+}
+
+/* Follow mode matches frees to blocks itself: a scan reads a trace whole,
+ * this reads it piece by piece and keeps its live blocks in between. */
+static int follow_event(struct mtl_engine *e, const struct mtl_filter *f,
+                        const struct mtl_scan_ops *ops, void *arg, const struct mtl_event *ev)
+{
+    struct mtl_ptrmap_val v, old;
+    struct mtl_block b;
+    int has_block = 0;
+    if (ev->type == MTL_EV_ALLOC) {
+        v = (struct mtl_ptrmap_val){ .size = ev->size, .time_us = ev->time_us,
+                                     .ordinal = e->follow_allocs++, .seq = e->follow_seq++,
+                                     .stack = ev->stack, .thread = ev->thread,
+                                     .weight_count = ev->weight_count,
+                                     .weight_bytes = ev->weight_bytes };
+        if (mtl_ptrmap_take(&e->follow_live, ev->ptr, &old) && ops->event) {
+            /* Its free was lost: it ends here (as scan.c does). */
+            struct mtl_event fev = { .type = MTL_EV_FREE, .time_us = ev->time_us,
+                                     .thread = ev->thread, .ptr = ev->ptr };
+            struct mtl_block ob = { .ptr = ev->ptr, .size = old.size, .alloc_us = old.time_us,
+                                    .free_us = ev->time_us, .stack = old.stack,
+                                    .thread = old.thread, .weight_count = old.weight_count,
+                                    .weight_bytes = old.weight_bytes, .free_lost = 1 };
+            if (ops->event(arg, &fev, &ob, 1) != 0)
+                return MTL_ESTOPPED;
+        }
+        if (mtl_ptrmap_put(&e->follow_live, ev->ptr, &v, NULL) < 0)
+            return MTL_ENOMEM;
+        b = (struct mtl_block){ .ptr = ev->ptr, .size = ev->size, .alloc_us = ev->time_us,
+                                .free_us = MTL_NEVER, .ordinal = v.ordinal,
+                                .alloc_seq = v.seq, .free_seq = MTL_NEVER,
+                                .stack = ev->stack, .thread = ev->thread,
+                                .weight_count = ev->weight_count,
+                                .weight_bytes = ev->weight_bytes };
+        has_block = 1;
+    } else if (ev->type == MTL_EV_FREE) {
+        e->follow_seq++;
+        if (mtl_ptrmap_take(&e->follow_live, ev->ptr, &old)) {
+            b = (struct mtl_block){ .ptr = ev->ptr, .size = old.size, .alloc_us = old.time_us,
+                                    .free_us = ev->time_us, .ordinal = old.ordinal,
+                                    .alloc_seq = old.seq, .free_seq = e->follow_seq - 1,
+                                    .stack = old.stack, .thread = old.thread,
+                                    .weight_count = old.weight_count,
+                                    .weight_bytes = old.weight_bytes };
+            has_block = 1;
+        }
+    }
+    if (ops->event && ops->event(arg, ev, has_block ? &b : NULL, 1) != 0)
+        return MTL_ESTOPPED;
+    if (ev->type != MTL_EV_ALLOC || !ops->block)
+        return 0;
+    const struct mtl_thread *t = mtl_reader_thread(e->r, ev->thread);
+    if (!mtl_filter_at_alloc(f, ev->size, t ? t->tid : 0, ev->thread, ev->time_us))
+        return 0;
+    return ops->block(arg, &b) != 0 ? MTL_ESTOPPED : 0;
+}
+
+int mtl_engine_follow(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_scan_ops *ops, void *arg)
+{
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    e->r_fresh = 0;
+    struct mtl_event ev;
+    int rc;
+    while ((rc = mtl_reader_next(e->r, &ev)) > 0) {
+        if (mtl_reader_stack_count(e->r) != e->defs.nnodes ||
+            (ev.type != MTL_EV_ALLOC && ev.type != MTL_EV_FREE))
+            mtl__reader_defs(e->r, &e->defs);
+        if ((rc = follow_event(e, f, ops, arg, &ev)) < 0)
+            break;
+    }
+    mtl__reader_defs(e->r, &e->defs);
+    e->blocks = mtl_reader_blocks(e->r);
+    return rc;
+}
+
+int mtl_engine_estimated(const struct mtl_engine *e, uint64_t *sample_rate)
+{
+    const struct mtl_trace_info *in = mtl_reader_info(e->r);
+    if (sample_rate)
+        *sample_rate = in->sample_rate;
+    return in->mode == MTL_MODE_SAMPLED;
+}
+
+uint64_t mtl_engine_blocks(const struct mtl_engine *e)
+{
+    return e->blocks;
+}
+
+int mtl_engine_truncated(const struct mtl_engine *e)
+{
+    return e->truncated;
+}
+
+const char *mtl_engine_name(const struct mtl_engine *e)
+{
+    return e->src.path;
+}

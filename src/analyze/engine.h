@@ -1,0 +1,105 @@
+/*
+ * engine.h: the analysis engine on one trace.  An engine opens a trace
+ * from a source (a file, a descriptor, memory, or a file still being
+ * written), keeps its definitions and a symbol view, and runs the block
+ * scans every analysis is made of (analyses.h).  Nothing here prints: the
+ * caller gets codes, and messages through the warn callback.
+ *
+ *     struct mtl_engine *e;
+ *     struct mtl_source src = { .kind = MTL_SOURCE_PATH, .path = "x.mtly" };
+ *     if (mtl_engine_open(&e, &src, NULL) < 0) ...
+ *     struct mtl_report rep;
+ *     mtl_report(e, &filter, &options, &rep);   results point into e:
+ *     ... render rep ...                         use them before closing it
+ *     mtl_report_release(&rep);
+ *     mtl_engine_close(e);
+ */
+#ifndef MTL_ANALYZE_ENGINE_H
+#define MTL_ANALYZE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/filter.h"
+#include "analyze/scan.h"
+
+struct mtl_engine;
+struct mtl_view;
+struct mtl_defs;
+
+enum mtl_source_kind { MTL_SOURCE_PATH, MTL_SOURCE_FD, MTL_SOURCE_MEMORY };
+
+struct mtl_source {
+    enum mtl_source_kind kind;
+    const char *path;       /* PATH: the file; others: a name for messages */
+    int fd;                 /* FD: read with pread, never closed by the engine */
+    const void *data;       /* MEMORY */
+    size_t size;
+    int growing;            /* still being written: read what is there and
+                               follow (mtl_engine_follow); never indexed */
+};
+
+enum mtl_index_policy {
+    MTL_INDEX_AUTO = 0,     /* use the trace's index; build it when a query
+                               needs what only it gives quickly */
+    MTL_INDEX_OFF = 1,      /* stream the trace for every query */
+};
+
+struct mtl_engine_options {
+    const char *sysroot;              /* symbols: see the symbolizer */
+    const char *const *debug_dirs;
+    size_t ndebug_dirs;
+    enum mtl_index_policy index;
+    const char *index_dir;            /* NULL: MEMTALLY_INDEX_DIR, XDG_CACHE_HOME... */
+    unsigned threads;                 /* 0: one per core */
+    /* Progress of a long step: what, and the fraction done in [0, 1];
+     * done is 1 when the step ends. */
+    void (*progress)(void *arg, const char *what, double done);
+    /* A one-line note: a module whose symbols cannot be used, and the
+     * like.  Each is given once. */
+    void (*warn)(void *arg, const char *message);
+    void *arg;
+};
+
+/* Opens the source and reads the trace's header.  On success *out is an
+ * engine that mtl_engine_close() releases.  MTL_E* codes as the reader's. */
+int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
+                    const struct mtl_engine_options *opt);
+
+/* Passes the symbol warnings gathered so far to opt->warn, then releases
+ * e.  e may be NULL. */
+void mtl_engine_close(struct mtl_engine *e);
+
+/* The trace's definitions: complete once a scan has read the trace. */
+const struct mtl_defs *mtl_engine_defs(struct mtl_engine *e);
+
+/* The view for the frame options of f (hide, wrappers, keep): made on
+ * first need, and again when the options change.  NULL on out of memory. */
+struct mtl_view *mtl_engine_view(struct mtl_engine *e, const struct mtl_filter *f);
+
+/* Runs a scan (scan.h) of the blocks that pass f.  Returns 0, or a
+ * negative code: MTL_ECORRUPT (what came before was reported; see
+ * mtl_engine_blocks), MTL_ENOMEM, MTL_ESTOPPED when a callback stopped it. */
+int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
+                    const struct mtl_scan_ops *ops, void *arg,
+                    struct mtl_scan_result *res);
+
+/* A growing trace: reads what was written since the last call, passing
+ * its new blocks (at their allocation, those that pass f's conditions at
+ * allocation) and every event to ops (b NULL).  0, or a negative code. */
+int mtl_engine_follow(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_scan_ops *ops, void *arg);
+
+/* 1 when the trace is sampled (figures are estimates), with its rate. */
+int mtl_engine_estimated(const struct mtl_engine *e, uint64_t *sample_rate);
+
+/* Whole blocks read by the last scan, whether the trace was found cut
+ * short, and the source's name: for messages. */
+uint64_t mtl_engine_blocks(const struct mtl_engine *e);
+int mtl_engine_truncated(const struct mtl_engine *e);
+const char *mtl_engine_name(const struct mtl_engine *e);
+
+/* Passes the symbol warnings gathered so far to opt->warn. */
+void mtl_engine_warnings(struct mtl_engine *e);
+
+#endif

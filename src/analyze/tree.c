@@ -1,0 +1,205 @@
+/*
+ * tree.c: the call tree of allocations.  Top down from the outermost
+ * frames by default; from the functions matching a pattern down to what
+ * they call (callees); or bottom up from it through its callers (callers).
+ * Nodes are functions (the same function at the same place in the tree is
+ * one node), each with everything allocated below it.
+ *
+ * The whole tree is built from the per-stack totals, then what the result
+ * shows (nodes above the threshold, largest first) is copied out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/internal.h"
+#include "analyze/view.h"
+#include "common/hmap.h"
+#include "memtally/errors.h"
+
+struct node {
+    uint32_t fid, loc;        /* loc: a location of the function (first seen) */
+    double calls, bytes;
+    uint32_t first_child, next_sibling; /* 0: none (node 0 is the root) */
+};
+
+struct build {
+    const struct mtl_tree_options *o;
+    struct mtl_view *v;
+    struct node *nodes;
+    uint32_t n, cap;
+    struct mtl_hmap children;  /* (parent << 32 | fid) -> node */
+};
+
+static int add_block(void *arg, const struct mtl_block *b)
+{
+    return mtl_stackagg_add(arg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
+}
+
+/* The child of parent for function fid, made if new; 0 on out of memory. */
+static uint32_t child(struct build *t, uint32_t parent, uint32_t fid, uint32_t loc)
+{
+    int created;
+    uint64_t *slot = mtl_hmap_slot(&t->children, (uint64_t)parent << 32 | fid, &created);
+    if (!slot)
+        return 0;
+    if (!created)
+        return (uint32_t)*slot;
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap * 2;
+        struct node *nn = realloc(t->nodes, cap * sizeof *nn);
+        if (!nn) {
+            mtl_hmap_take(&t->children, (uint64_t)parent << 32 | fid, NULL);
+            return 0;
+        }
+        t->nodes = nn;
+        t->cap = cap;
+    }
+    uint32_t c = t->n++;
+    t->nodes[c] = (struct node){ fid, loc, 0, 0, 0, t->nodes[parent].first_child };
+    t->nodes[parent].first_child = c;
+    *slot = c;
+    return c;
+}
+
+static int insert(struct build *t, const struct mtl_stackagg_entry *e)
+{
+    const uint32_t *locs;
+    size_t n;
+    int rc = mtl_view_frames(t->v, e->stack, &locs, &n);
+    if (rc < 0)
+        return rc;
+    /* The path from the root, as indices into locs, and its direction. */
+    long from, to, step;
+    if (t->o->callers) {
+        for (from = 0; from < (long)n; from++)
+            if (mtl_view_location_matches(t->v, locs[from], t->o->callers))
+                break;
+        if (from == (long)n)
+            return 0;
+        from++; /* the root stands for the function itself */
+        to = (long)n;
+        step = 1;
+    } else if (t->o->callees) {
+        for (from = (long)n - 1; from >= 0; from--)
+            if (mtl_view_location_matches(t->v, locs[from], t->o->callees))
+                break;
+        if (from < 0)
+            return 0;
+        from--;
+        to = -1;
+        step = -1;
+    } else {
+        from = (long)n - 1;
+        to = -1;
+        step = -1;
+    }
+    uint32_t node = 0;
+    t->nodes[0].calls += e->calls;
+    t->nodes[0].bytes += e->bytes;
+    size_t depth = 0;
+    for (long i = from; i != to && (!t->o->max_depth || depth < t->o->max_depth);
+         i += step, depth++) {
+        const struct mtl_location *l = mtl_view_location(t->v, locs[i]);
+        if (!(node = child(t, node, l->function_id, locs[i])))
+            return MTL_ENOMEM;
+        t->nodes[node].calls += e->calls;
+        t->nodes[node].bytes += e->bytes;
+    }
+    return 0;
+}
+
+/* Copies node i of the build, with its children above min_bytes, largest
+ * first, into out. */
+static int copy_out(const struct build *t, uint32_t i, double min_bytes, double root,
+                    struct mtl_tree_node *out)
+{
+    const struct node *nd = &t->nodes[i];
+    out->calls = nd->calls;
+    out->bytes = nd->bytes;
+    out->percent = root > 0 ? 100.0 * nd->bytes / root : 0;
+    if (i != 0) {
+        out->where = *mtl_view_location(t->v, nd->loc);
+        out->where.line = 0; /* a node stands for every line of its function */
+        out->where.inlined = 0;
+    }
+    size_t n = 0;
+    for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling)
+        if (t->nodes[c].bytes >= min_bytes && t->nodes[c].bytes > 0)
+            n++;
+    if (!n)
+        return 0;
+    uint32_t *kids = malloc(n * sizeof *kids);
+    out->children = calloc(n, sizeof *out->children);
+    if (!kids || !out->children) {
+        free(kids);
+        return MTL_ENOMEM;
+    }
+    size_t k = 0;
+    for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling)
+        if (t->nodes[c].bytes >= min_bytes && t->nodes[c].bytes > 0)
+            kids[k++] = c;
+    /* Largest first; ties by function id, so the output is deterministic. */
+    for (size_t a = 1; a < k; a++)
+        for (size_t b = a; b > 0; b--) {
+            const struct node *x = &t->nodes[kids[b - 1]], *y = &t->nodes[kids[b]];
+            if (x->bytes > y->bytes || (x->bytes == y->bytes && x->fid <= y->fid))
+                break;
+            uint32_t tmp = kids[b - 1];
+            kids[b - 1] = kids[b];
+            kids[b] = tmp;
+        }
+    int rc = 0;
+    for (size_t c = 0; c < k && rc == 0; c++) {
+        rc = copy_out(t, kids[c], min_bytes, root, &out->children[c]);
+        out->nchildren = c + 1;
+    }
+    free(kids);
+    return rc;
+}
+
+int mtl_tree(struct mtl_engine *e, const struct mtl_filter *f,
+             const struct mtl_tree_options *o, struct mtl_tree *out)
+{
+    memset(out, 0, sizeof *out);
+    mtl__result_head(e, &out->head);
+    if (o->callers && o->callees)
+        return MTL_EINVAL;
+    struct mtl_stackagg a = MTL_STACKAGG_INIT(0);
+    struct build t = { .o = o, .children = MTL_HMAP_INIT };
+    struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
+    int rc = mtl_engine_scan(e, f, &ops, &a, NULL);
+    if (rc == 0 && !(t.v = mtl_engine_view(e, f)))
+        rc = MTL_ENOMEM;
+    if (rc == 0) {
+        t.cap = 1024;
+        t.n = 1;
+        if (!(t.nodes = calloc(t.cap, sizeof *t.nodes)))
+            rc = MTL_ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < a.n; i++)
+        rc = insert(&t, &a.e[i]);
+    if (rc == 0) {
+        double root = t.nodes[0].bytes;
+        rc = copy_out(&t, 0, root * o->min_percent / 100.0, root, &out->root);
+    }
+    free(t.nodes);
+    mtl_hmap_release(&t.children);
+    mtl_stackagg_release(&a);
+    if (rc < 0)
+        mtl_tree_release(out);
+    return rc;
+}
+
+static void release_node(struct mtl_tree_node *n)
+{
+    for (size_t i = 0; i < n->nchildren; i++)
+        release_node(&n->children[i]);
+    free(n->children);
+    n->children = NULL;
+    n->nchildren = 0;
+}
+
+void mtl_tree_release(struct mtl_tree *t)
+{
+    release_node(&t->root);
+}

@@ -1,0 +1,86 @@
+/*
+ * render.h: the engine's results (analyze/analyses.h) as text tables and
+ * JSON (docs/ANALYSIS.md documents both).  Renderers append to a buffer
+ * and decide nothing about the numbers: every figure was computed by the
+ * analysis.  The CLI writes the buffer to stdout; the viewer and the
+ * exports use the same functions.
+ */
+#ifndef MTL_RENDER_RENDER_H
+#define MTL_RENDER_RENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyze/analyses.h"
+#include "common/buf.h"
+#include "common/json.h"
+
+struct mtl_render_options {
+    int json;
+    size_t width;          /* text: the widest a name column gets, 0: no limit */
+    size_t stacks;         /* text: call paths shown under each row */
+    const char *trace;     /* the trace's name, for notes */
+};
+
+/* One table of rows, in the one layout of memtally's tables: a name
+ * column, then the figures.  What the columns are: */
+struct mtl_table_spec {
+    const char *key;        /* FUNCTION, SITE, FILE, MODULE, THREAD */
+    const char *calls;      /* CALLS or BLOCKS */
+    const char *extra;      /* a column before calls (TEMPORARY), or NULL */
+    int per_call;           /* a PER CALL column */
+    int total;              /* a total row */
+};
+
+/* The rows as a text table, with at most `stacks` of each row's paths
+ * under it. */
+void mtl_render_table(struct mtl_buf *b, const struct mtl_rows *rows,
+                      const struct mtl_table_spec *spec, size_t width, size_t stacks);
+
+/* "== TITLE: P% of all bytes, B bytes in N calls ==" */
+void mtl_render_banner(struct mtl_buf *b, const char *title, double percent,
+                       double bytes, double calls);
+
+/* "function (file.c:12)": a row's name with where it is. */
+const char *mtl_render_row_label(const struct mtl_row *row, char *buf, size_t cap);
+
+/* JSON pieces: a row's "function", "file", "line"; a frame object. */
+void mtl_render_json_location(struct mtl_json *j, const struct mtl_row *row);
+void mtl_render_json_frame(struct mtl_json *j, const struct mtl_location *l);
+/* "estimated": true, "sample_rate": R (nothing for a full trace). */
+void mtl_render_json_head(struct mtl_json *j, const struct mtl_result_head *h);
+/* The note text output starts with for a sampled trace. */
+void mtl_render_text_head(struct mtl_buf *b, const struct mtl_result_head *h);
+/* The frames passed over on the way to sites, as a note (text) or
+ * "skipped": [...] (JSON). */
+void mtl_render_skipped(struct mtl_buf *b, const struct mtl_rows *rows);
+void mtl_render_json_skipped(struct mtl_json *j, const struct mtl_rows *rows);
+/* "1.5 MiB" style. */
+const char *mtl_human_bytes(char *buf, size_t cap, double bytes);
+
+void mtl_render_report(struct mtl_buf *b, const struct mtl_report *r,
+                       const struct mtl_report_options *o,
+                       const struct mtl_render_options *ro);
+void mtl_render_peak(struct mtl_buf *b, const struct mtl_peak *p,
+                     const struct mtl_render_options *ro);
+void mtl_render_leaks(struct mtl_buf *b, const struct mtl_leaks *l,
+                      const struct mtl_render_options *ro);
+void mtl_render_temporary(struct mtl_buf *b, const struct mtl_temporary *t,
+                          const struct mtl_render_options *ro);
+void mtl_render_stacks(struct mtl_buf *b, const struct mtl_stacks *s,
+                       const struct mtl_stacks_options *o,
+                       const struct mtl_render_options *ro);
+void mtl_render_tree(struct mtl_buf *b, const struct mtl_tree *t,
+                     const struct mtl_tree_options *o,
+                     const struct mtl_render_options *ro);
+/* csv: time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes */
+void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int csv,
+                         const struct mtl_render_options *ro);
+void mtl_render_histogram(struct mtl_buf *b, const struct mtl_histogram *h,
+                          const struct mtl_render_options *ro);
+void mtl_render_diff(struct mtl_buf *b, const struct mtl_diff *d,
+                     const struct mtl_render_options *ro);
+void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
+                     const struct mtl_render_options *ro);
+
+#endif

@@ -1,0 +1,56 @@
+/* timeline.c: the timeline's text chart, CSV and JSON (docs/ANALYSIS.md,
+ * timeline). */
+#include "render/render.h"
+
+void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int csv,
+                         const struct mtl_render_options *ro)
+{
+    const struct mtl_timeline_point *p = t->points;
+    if (ro->json) {
+        struct mtl_json j;
+        mtl_json_init(&j, b);
+        mtl_json_begin_object(&j);
+        mtl_render_json_head(&j, &t->head);
+        mtl_json_key(&j, "points");
+        mtl_json_begin_array(&j);
+        for (size_t i = 0; i < t->n; i++) {
+            mtl_json_begin_object(&j);
+            mtl_json_kv_uint(&j, "time_us", p[i].time_us);
+            mtl_json_kv_number(&j, "live_bytes", p[i].live);
+            mtl_json_kv_number(&j, "alloc_bytes", p[i].alloc_bytes);
+            mtl_json_kv_number(&j, "alloc_calls", p[i].alloc_calls);
+            mtl_json_kv_uint(&j, "rss_bytes", p[i].rss);
+            mtl_json_end(&j);
+        }
+        mtl_json_end(&j);
+        mtl_json_end(&j);
+        mtl_buf_addc(b, '\n');
+        return;
+    }
+    if (csv) {
+        mtl_buf_adds(b, "time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes\n");
+        for (size_t i = 0; i < t->n; i++)
+            mtl_buf_addf(b, "%llu,%.0f,%.0f,%.0f,%llu\n", (unsigned long long)p[i].time_us,
+                         p[i].live, p[i].alloc_bytes, p[i].alloc_calls,
+                         (unsigned long long)p[i].rss);
+        return;
+    }
+    mtl_render_text_head(b, &t->head);
+    double most = 1;
+    for (size_t i = 0; i < t->n; i++)
+        if (p[i].live > most)
+            most = p[i].live;
+    const int cols = 40;
+    mtl_buf_addf(b, "%10s %11s %11s %11s  LIVE (# = %s)\n", "TIME", "LIVE", "ALLOCATED",
+                 "RSS", "full scale");
+    for (size_t i = 0; i < t->n; i++) {
+        char l[32], al[32], r[32];
+        int bar = (int)(cols * p[i].live / most + 0.5);
+        mtl_buf_addf(b, "%9.3fs %11s %11s %11s  ", (double)p[i].time_us / 1e6,
+                     mtl_human_bytes(l, sizeof l, p[i].live),
+                     mtl_human_bytes(al, sizeof al, p[i].alloc_bytes),
+                     p[i].rss ? mtl_human_bytes(r, sizeof r, (double)p[i].rss) : "-");
+        mtl_buf_pad(b, '#', bar > 0 ? (size_t)bar : 0);
+        mtl_buf_addc(b, '\n');
+    }
+}
