@@ -76,14 +76,18 @@ const char *const mtl_wrapper_patterns[] = {
     "open_memstream", "__open_memstream", "open_wmemstream",
     "fopen", "fopen64", "_IO_new_fopen", "__fopen_internal",
     "fdopen", "_IO_new_fdopen", "fmemopen", "__fmemopen",
-    "popen", "_IO_new_popen",
+    "popen", "_IO_new_popen", "_IO_new_proc_open",
     "opendir", "__opendir", "fdopendir", "__fdopendir", "opendir_tail",
     "__alloc_dir",
     "scandir", "scandir64", "__scandir64", "__scandir64_tail",
     "scandirat", "scandirat64", "__scandirat",
     "glob", "glob64", "__glob", "__glob64",
     "backtrace_symbols", "__backtrace_symbols",
-    /* glibc's own growing buffers */
+    /* glibc's growing buffers: memory streams (which fclose finishes),
+     * posix_spawn's file actions, its scratch buffers and dynamic arrays */
+    "_IO_str_overflow", "_IO_wstr_overflow", "_IO_mem_finish", "_IO_wmem_finish",
+    "fclose", "_IO_new_fclose", "posix_spawn_file_actions_add*",
+    "__posix_spawn_file_actions_add*", "__posix_spawn_file_actions_realloc",
     "__libc_scratch_buffer_*", "__libc_dynarray_*", "__libc_alloc_buffer_*",
     /* xmalloc: libiberty (gcc, binutils, gdb), gnulib (coreutils, ...), git */
     "xmalloc", "xcalloc", "xrealloc", "xzalloc", "xstrdup", "xstrndup",
@@ -126,7 +130,7 @@ const char *const mtl_wrapper_patterns[] = {
     "_PyMem_Debug*", "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc",
     "_PyObject_Malloc", "_PyObject_Calloc", "_PyObject_Realloc",
     "pymalloc_alloc", "pymalloc_realloc", "_PyObject_New", "_PyObject_NewVar",
-    "PyObject_GC_*", "_PyObject_GC_*", "gc_alloc", "PyType_GenericAlloc",
+    "PyObject_GC_*", "_PyObject_GC_*", "PyType_GenericAlloc",
     "_PyType_AllocNoTrack",
     /* OpenSSL */
     "CRYPTO_malloc", "CRYPTO_zalloc", "CRYPTO_realloc", "CRYPTO_clear_realloc",
@@ -341,11 +345,20 @@ static size_t skip_operator(const char *s, size_t i)
             i++;
         return i;
     }
-    if ((s[i] == '(' && s[i + 1] == ')') || (s[i] == '[' && s[i + 1] == ']')) {
-        i += 2;
-    } else {
-        for (int k = 0; k < 3 && s[i] && strchr("+-*/%^&|~!=<>,", s[i]); k++)
-            i++;
+    /* the longest operator that is there: "operator<=<int>" is operator<=
+     * with template arguments, "operator+<char>" operator+ */
+    static const char *const ops[] = {
+        "<<=", ">>=", "->*", "<=>", "()", "[]", "<<", ">>", "<=", ">=", "==",
+        "!=", "&&", "||", "++", "--", "->", "+=", "-=", "*=", "/=", "%=", "^=",
+        "&=", "|=", "+", "-", "*", "/", "%", "^", "&", "|", "~", "!", "=", "<",
+        ">", ",",
+    };
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        size_t len = strlen(ops[k]);
+        if (!strncmp(s + i, ops[k], len)) {
+            i += len;
+            break;
+        }
     }
     if (s[i] == ' ' && s[i + 1] == '<')
         i++;

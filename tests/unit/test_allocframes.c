@@ -143,6 +143,10 @@ static const struct {
     { "void std::_Function_base::_Base_manager<fill_function()::{lambda()#1}>::_M_create<fill_function()::{lambda()#1}>(std::_Any_data&, fill_function()::{lambda()#1}&&, std::integral_constant<bool, false>)", MTL_ROLE_PLUMBING },
     { "std::function<void ()>::function<fill_function()::{lambda()#1}, void>(fill_function()::{lambda()#1}&&)", MTL_ROLE_WRAPPER },
     { "std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >(std::basic_ostream<char, std::char_traits<char> >&, char const*)", MTL_ROLE_WRAPPER },
+    { "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > std::operator+<char, std::char_traits<char>, std::allocator<char> >(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&&, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&&)", MTL_ROLE_WRAPPER },
+    { "bool std::operator==<char>(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&, char const*)", MTL_ROLE_WRAPPER },
+    { "auto std::operator<=><int, int>(std::pair<int, int> const&, std::pair<int, int> const&)", MTL_ROLE_WRAPPER },
+    { "std::_Function_base::_Base_manager<fill_function()::<lambda()> >::_M_init_functor<fill_function()::<lambda()> >(std::_Any_data&, fill_function()::<lambda()>&&)", MTL_ROLE_WRAPPER },
     { "std::locale::_Impl::_Impl(unsigned long)", MTL_ROLE_WRAPPER },
     { "__gnu_cxx::__pool<true>::_M_reserve_block(unsigned long, unsigned long)", MTL_ROLE_WRAPPER },
     { "std::__1::vector<int, std::__1::allocator<int> >::__push_back_slow_path<int const&>(int const&)", MTL_ROLE_WRAPPER },
@@ -209,6 +213,9 @@ static const char *const user[] = {
     "fill_vector()", "main", "operator_new_count", "Widget::operator==(Widget const&) const",
     "Widget::operator()(int)", "Widget::operator<(Widget const&) const",
     "bool operator< <int>(Box<int> const&, Box<int> const&)",
+    "Box<std::string> operator+<std::string, std::allocator<char> >(Box<std::string> const&, Box<std::string> const&)",
+    "std::vector<int, std::allocator<int> > operator|<int>(std::vector<int, std::allocator<int> > const&, int)",
+    "Matrix<double> Matrix<double>::operator*=<double>(double)",
     "Widget::operator std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >() const",
     "fill_function()::{lambda()#1}::operator()() const",
     "compare_copies(int, int)", "alloc_pool_get", "allocate", "free_list_pop",
@@ -224,10 +231,41 @@ static const char *const odd[] = {
     "(anonymous namespace)", "(anonymous namespace", "{lambda(", "[abi:",
 };
 
+/* docs/ANALYSIS.md, "Allocation wrappers", lists every pattern, each in
+ * backquotes: the documentation cannot drift from the code. */
+static void check_documented(void)
+{
+    const char *root = getenv("MEMTALLY_ROOT");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/docs/ANALYSIS.md", root ? root : ".");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fprintf(stderr, "cannot read %s (run from the source tree or set MEMTALLY_ROOT)\n", path);
+    CHECK(f != NULL);
+    static char doc[1 << 20];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    const char *section = strstr(doc, "\n## Allocation wrappers\n");
+    CHECK(section != NULL);
+    const char *end = strstr(section + 1, "\n## ");
+    size_t len = end ? (size_t)(end - section) : strlen(section);
+    const char *const *lists[] = { mtl_plumbing_patterns, mtl_wrapper_patterns };
+    for (int k = 0; k < 2; k++)
+        for (const char *const *p = lists[k]; *p; p++) {
+            char quoted[256];
+            snprintf(quoted, sizeof quoted, "`%s`", *p);
+            if (!memmem(section, len, quoted, strlen(quoted)))
+                fprintf(stderr, "%s does not list %s\n", path, quoted);
+            CHECK(memmem(section, len, quoted, strlen(quoted)) != NULL);
+        }
+}
+
 int main(void)
 {
     check_list(mtl_plumbing_patterns, MTL_ROLE_PLUMBING);
     check_list(mtl_wrapper_patterns, MTL_ROLE_WRAPPER);
+    check_documented();
 
     for (size_t i = 0; i < sizeof real / sizeof *real; i++)
         CHECK_ROLE(real[i].name, real[i].role);
