@@ -7,23 +7,11 @@
 # would say nothing about memtally.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 . "$MEMTALLY_ROOT/tests/integration/valgrind-lib.inc"
+. "$MEMTALLY_ROOT/tests/integration/sqlite3-script.inc"
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 [ -x /usr/bin/sqlite3 ] || skip "sqlite3 is not installed"
 
-awk 'BEGIN {
-    print "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);"
-    print "BEGIN;"
-    for (i = 1; i <= 3000; i++)
-        printf "INSERT INTO t(name, v) VALUES(\047name%d\047, %d.5);\n", (i * 7919) % 3001, i % 97
-    print "COMMIT;"
-    print "CREATE INDEX t_name ON t(name);"
-    print "SELECT count(*), sum(v) FROM t;"
-    print "SELECT name FROM t WHERE name LIKE \047name12%\047 ORDER BY name LIMIT 3;"
-    print "SELECT v, count(*) FROM t GROUP BY v ORDER BY 2 DESC, 1 LIMIT 2;"
-    print "DELETE FROM t WHERE id % 3 = 0;"
-    print "SELECT count(*), max(name) FROM t;"
-}' >script.sql
-printf '3000|145275.0\nname12\nname120\nname1200\n1.5|31\n2.5|31\n2000|name999\n' >expected
+sqlite3_script   # script.sql and expected (sqlite3-script.inc)
 
 # A fixed environment: no ~/.sqliterc (HOME is this empty directory), the C
 # locale; and a fresh database file for each run (sqlite allocates
