@@ -102,3 +102,19 @@ refuse "a bad number" 'header pid=12x\n'
 refuse "an open quote" 'header\nstart 5 0 1 "abc\n'
 refuse "an unknown statement" 'header\nmalloc 1 0 0x10 5 s\n'
 refuse "a second header" 'header\nheader\n'
+
+# 20,000 blocks, each freed at once: more than one block of the file holds,
+# so mktrace starts new ones by itself.
+{
+    echo "header program=/bin/many pid=9"
+    echo "stack s f main"
+    echo "start 0 0 9"
+    awk 'BEGIN { for (i = 0; i < 20000; i++)
+                     printf "alloc %d 0 %d %d s\nfree %d 0 %d\n", 2 * i, 4096 + 64 * i, i % 1000, 2 * i + 1, 4096 + 64 * i
+                 print "end 40000" }'
+} | mktrace many.mtly
+"$MEMTALLY_BIN" info --json many.mtly >many.json || fail "info failed"
+expect_eq "20,000 blocks" '[20000,20000,9990000,0,40000,true]' \
+    "$(jq -c '[.allocations, .frees, .bytes_allocated, .live_bytes_at_end, .duration_us, .complete]' many.json)"
+[ "$(jq .blocks many.json)" -gt 1 ] || fail "20,000 blocks in one block of the file"
+echo "ok: $(jq .blocks many.json) blocks in the file"

@@ -106,12 +106,13 @@ static void die(const char *fmt, const char *arg)
     exit(1);
 }
 
+/* Room for element n of an array p of n elements, whose capacity is 16,
+ * then each power of two above: it grows when n reaches its capacity. */
 static void *grow(void *p, uint32_t n, size_t elem)
 {
-    /* Room for element n: grows in powers of two. */
-    if (n & (n - 1) && n > 16)
+    if (n != 0 && (n < 16 || (n & (n - 1))))
         return p;
-    size_t cap = n < 16 ? 16 : (size_t)n * 2;
+    size_t cap = n ? (size_t)n * 2 : 16;
     void *q = realloc(p, cap * elem);
     if (!q)
         die("%s", "out of memory");
