@@ -69,7 +69,8 @@ $(B)/examples/%: examples/%.c $(B)/libmemtally-trace.a
 TEST_PROGS := $(patsubst tests/programs/%.c,$(B)/tests/programs/%,$(wildcard tests/programs/*.c)) \
               $(patsubst tests/programs/%.cc,$(B)/tests/programs/%,$(wildcard tests/programs/*.cc))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
-tests: all $(TEST_PROGS) $(UNIT_TESTS)
+TEST_TOOLS := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
+tests: all $(TEST_PROGS) $(UNIT_TESTS) $(TEST_TOOLS)
 $(B)/tests/programs/%: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
@@ -78,10 +79,17 @@ $(B)/tests/programs/%: tests/programs/%.cc
 	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
 # Unit tests run under ASan and UBSan, with the reader and the analysis
 # code compiled in with them.
-$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h tests/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
+	$(CC) $(CPPFLAGS) -Itests -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
 	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(CLI_LIBS) -pthread
+# Tools the integration tests run (tests/tools/mktrace: traces written by
+# hand), with the sanitizers too: a bug of theirs must not pass for one of
+# memtally's.
+$(B)/tests/tools/%: tests/tools/%.c $(wildcard src/*/*.h tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $@ $< $(READER_LIBS)
 
 deps:
 	@sh scripts/install-deps.sh

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.." || exit 1
 export MEMTALLY_ROOT="$PWD"
 export MEMTALLY_BIN="$PWD/build/memtally"
 export TEST_PROGRAMS="$PWD/build/tests/programs"
+export TEST_TOOLS="$PWD/build/tests/tools"
 limit=${TEST_TIMEOUT:-300}
 pattern=${1:-}
 pass=0; fail=0; skip=0; failed=""

@@ -159,8 +159,12 @@ int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_us,
         return 0;
     if (f->live_at_set && !(alloc_us <= f->live_at && free_us > f->live_at))
         return 0;
+    /* Live at some t in [min, max], "live at t" as for --live-at
+     * (alloc <= t < free): a block freed the microsecond it was made is
+     * live at no time, whatever the range. */
     if (f->live_between.set &&
-        !(alloc_us <= f->live_between.max && free_us > f->live_between.min))
+        !(alloc_us <= f->live_between.max && free_us > f->live_between.min &&
+          free_us > alloc_us))
         return 0;
     if (f->lifetime.set) {
         uint64_t until = free_us == MTL_NEVER ? end_us : free_us;

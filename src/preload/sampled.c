@@ -45,6 +45,18 @@ static inline size_t key_slot(uint64_t p, size_t mask)
     return (size_t)(p ^ (p >> 29)) & mask;
 }
 
+/* splitmix64's finalizer: each bit of x changes about half of the
+ * result's, so seeds that differ in one bit (2 and 3) start unrelated
+ * streams.  (Or-ing 1 into seed ^ constant, as this once did, made every
+ * even seed and the odd one after it the same.) */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 /* A draw from the exponential distribution of mean rate. */
 static int64_t next_gap(struct mtl__tls *tls, uint64_t rate)
 {
@@ -55,7 +67,8 @@ static int64_t next_gap(struct mtl__tls *tls, uint64_t rate)
         uint64_t n = atomic_fetch_add(&threads_seeded, 1) + 1;
         uint64_t seed = mtl__pl.opt.seed ? mtl__pl.opt.seed
                                          : mtl__monotonic_ns() ^ (uint64_t)mtl__gettid();
-        tls->rng = (seed ^ (n * 0x9e3779b97f4a7c15ull)) | 1;
+        uint64_t state = mix64(mix64(seed) + n);
+        tls->rng = state ? state : 0x9e3779b97f4a7c15ull; /* xorshift needs a bit set */
     }
     /* xorshift64*, then a uniform in (0, 1] from its top 53 bits */
     tls->rng ^= tls->rng >> 12;

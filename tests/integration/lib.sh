@@ -1,6 +1,7 @@
 # Shared by the integration tests: sourced, never run.  Each test runs in its
-# own empty directory ($TEST_TMP) with $MEMTALLY_BIN (the CLI) and $TEST_PROGRAMS
-# (the built tests/programs) set by tests/run.sh.
+# own empty directory ($TEST_TMP) with $MEMTALLY_BIN (the CLI), $TEST_PROGRAMS
+# (the built tests/programs) and $TEST_TOOLS (the built tests/tools) set by
+# tests/run.sh.
 set -u
 : "${MEMTALLY_BIN:?run through tests/run.sh}"
 
@@ -11,6 +12,13 @@ skip() { echo "skipped: $*"; exit 77; }
 record() {
     out=$1; shift
     "$MEMTALLY_BIN" record -q -o "$out" -- "$@"
+}
+
+# mktrace TRACE: writes TRACE from the description on stdin (the language is
+# at the top of tests/tools/mktrace.c): a trace whose every time, size and
+# stack the test chose.
+mktrace() {
+    "$TEST_TOOLS/mktrace" "$1" || fail "mktrace could not write $1"
 }
 
 # info_get TRACE KEY: one key of `memtally info --json TRACE`.

@@ -11,4 +11,5 @@
 same_run 3 "$TEST_PROGRAMS/exact_exit_thread"
 d=$(sed -n 's/^dtv_bytes //p' traced.err)
 case "$d" in ''|*[!0-9]*) fail "exact_exit_thread printed no dtv_bytes line" ;; esac
+# The 2 DTVs and their size D are glibc 2.36's (see test_exact_threads.sh).
 check trace.mtly 6 1 $((960 + 2 * d)) $((960 + 2 * d)) $((704 + 2 * d)) 3

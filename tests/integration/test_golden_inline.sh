@@ -11,6 +11,9 @@
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 . "$MEMTALLY_ROOT/tests/integration/golden-lib.inc"
 need_command report
+need_command leaks
+need_command stacks
+need_command tree
 
 src=$GOLDEN_SRC/golden_inline.c
 record t.mtly "$TEST_PROGRAMS/golden_inline" >/dev/null || fail "record failed"
@@ -38,22 +41,18 @@ expect_jq "--inside caller_a" h.json "$rows" '[["inl_alloc",4,512]]'
 analyze h.json report --total --not-inside inl_alloc t.mtly
 expect_jq "--not-inside inl_alloc" h.json "$rows" '[["plain_alloc",2,1024]]'
 
-if "$MEMTALLY_BIN" --help | grep -q '^  leaks '; then
-    analyze l.json leaks t.mtly
-    expect_jq "leaks" l.json '[.leaked_bytes, .leaked_blocks, ([.rows[] | [fname, .blocks, .bytes]] | sort)]' \
-        '[768,2,[["inl_alloc",1,256],["plain_alloc",1,512]]]'
-    expect_jq "leak stack of inl_alloc" l.json \
-        '[.rows[] | select(fname == "inl_alloc") | .stack[0:3][] | [fname, .line, .inlined]]' \
-        "[[\"inl_alloc\",$(line_of "$src" inl_alloc),true],[\"caller_b\",$(line_of "$src" call_b),false],[\"main\",$(grep -n 'caller_b();' "$src" | cut -d: -f1),false]]"
-fi
-if "$MEMTALLY_BIN" --help | grep -q '^  stacks '; then
-    analyze s.json stacks --target inl_alloc --depth 2 t.mtly
-    expect_jq "stacks inl_alloc depth 2" s.json '[.rows[] | [.count, .bytes, [.frames[] | fname], [.frames[].inlined]]]' \
-        '[[4,512,["inl_alloc","caller_a"],[true,false]],[3,768,["inl_alloc","caller_b"],[true,false]]]'
-fi
-if "$MEMTALLY_BIN" --help | grep -q '^  tree '; then
-    analyze c.json tree --callers inl_alloc t.mtly
-    expect_jq "tree --callers inl_alloc" c.json \
-        '.root | [fname, .calls, .bytes, ([.children[] | [fname, .calls, .bytes]] | sort)]' \
-        '["inl_alloc",7,1280,[["caller_a",4,512],["caller_b",3,768]]]'
-fi
+analyze l.json leaks t.mtly
+expect_jq "leaks" l.json '[.leaked_bytes, .leaked_blocks, ([.rows[] | [fname, .blocks, .bytes]] | sort)]' \
+    '[768,2,[["inl_alloc",1,256],["plain_alloc",1,512]]]'
+expect_jq "leak stack of inl_alloc" l.json \
+    '[.rows[] | select(fname == "inl_alloc") | .stack[0:3][] | [fname, .line, .inlined]]' \
+    "[[\"inl_alloc\",$(line_of "$src" inl_alloc),true],[\"caller_b\",$(line_of "$src" call_b),false],[\"main\",$(grep -n 'caller_b();' "$src" | cut -d: -f1),false]]"
+
+analyze s.json stacks --target inl_alloc --depth 2 t.mtly
+expect_jq "stacks inl_alloc depth 2" s.json '[.rows[] | [.count, .bytes, [.frames[] | fname], [.frames[].inlined]]]' \
+    '[[4,512,["inl_alloc","caller_a"],[true,false]],[3,768,["inl_alloc","caller_b"],[true,false]]]'
+
+analyze c.json tree --callers inl_alloc t.mtly
+expect_jq "tree --callers inl_alloc" c.json \
+    '.root | [fname, .calls, .bytes, ([.children[] | [fname, .calls, .bytes]] | sort)]' \
+    '["inl_alloc",7,1280,[["caller_a",4,512],["caller_b",3,768]]]'

@@ -6,134 +6,65 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "check.h"
-#include "common/varint.h"
 #include "memtally/trace.h"
-#include "trace/format.h"
-
-/* A block's payload as docs/FORMAT.md lays it out: one buffer a stream. */
-struct buf {
-    uint8_t d[MTL_STREAMS][1 << 14];
-    size_t n[MTL_STREAMS];
-    int bad_count; /* write a wrong number of streams */
-};
-
-static void svar_in(struct buf *b, int s, uint64_t v)
-{
-    b->n[s] = (size_t)(mtl__put_varint(b->d[s] + b->n[s], v) - b->d[s]);
-}
-static void byte(struct buf *b, uint8_t v) { b->d[MTL_S_MAIN][b->n[MTL_S_MAIN]++] = v; }
-static void var(struct buf *b, uint64_t v) { svar_in(b, MTL_S_MAIN, v); }
-static void dt(struct buf *b, uint64_t v) { svar_in(b, MTL_S_TIME, v); }
-static void size_(struct buf *b, uint64_t v) { svar_in(b, MTL_S_SIZE, v); }
-static void stack_(struct buf *b, uint64_t v) { svar_in(b, MTL_S_STACK, v); }
-/* A pointer given as a difference from the previous one (not the window). */
-static void ptr_delta(struct buf *b, int64_t d)
-{
-    svar_in(b, MTL_S_PTR, 0);
-    svar_in(b, MTL_S_PTR, mtl__zigzag(d));
-}
-/* A pointer given as the k-th newest of the window (k from 0). */
-static void ptr_window(struct buf *b, unsigned k) { svar_in(b, MTL_S_PTR, k + 1); }
-static void str(struct buf *b, const char *s)
-{
-    var(b, strlen(s));
-    memcpy(b->d[MTL_S_MAIN] + b->n[MTL_S_MAIN], s, strlen(s));
-    b->n[MTL_S_MAIN] += strlen(s);
-}
-
-static void clear(struct buf *b)
-{
-    memset(b->n, 0, sizeof b->n);
-    b->bad_count = 0;
-}
-
-/* The payload: the stream count and lengths, then the streams. */
-static size_t payload(const struct buf *b, uint8_t *out)
-{
-    uint8_t *p = mtl__put_varint(out, MTL_STREAMS + (unsigned)b->bad_count);
-    for (int i = 0; i < MTL_STREAMS; i++)
-        p = mtl__put_varint(p, b->n[i]);
-    for (int i = 0; i < MTL_STREAMS; i++) {
-        memcpy(p, b->d[i], b->n[i]);
-        p += b->n[i];
-    }
-    return (size_t)(p - out);
-}
+#include "trace_encode.h"
 
 static char path[] = "/tmp/memtally-unit-XXXXXX";
-static uint64_t block_seq; /* the next block's number in the file */
+static struct tb_file out; /* the trace being written, at path */
 
 static void file_header(FILE *f, uint32_t version, uint32_t flags)
 {
-    block_seq = 0;
-    uint8_t h[16];
-    memcpy(h, "MEMTALLY", 8);
-    mtl__put_u32le(h + 8, version);
-    mtl__put_u32le(h + 12, flags);
-    fwrite(h, 1, 16, f);
+    out.f = f;
+    CHECK(tb_file_header(&out, version, flags) == 0);
 }
 
-static void block(FILE *f, const struct buf *b, int break_check)
+static void block(FILE *f, const struct tb_buf *b, int break_check)
 {
-    static uint8_t raw[1 << 17], c[1 << 17];
-    size_t u = payload(b, raw);
-    ZSTD_CCtx *z = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
-    size_t n = ZSTD_compress2(z, c, sizeof c, raw, u);
-    ZSTD_freeCCtx(z);
-    CHECK(!ZSTD_isError(n));
-    uint8_t h[16];
-    mtl__put_u32le(h, MTL_BLOCK_MAGIC);
-    mtl__put_u32le(h + 4, (uint32_t)n);
-    mtl__put_u32le(h + 8, (uint32_t)u);
-    mtl__put_u32le(h + 12, mtl__block_check((uint32_t)n, (uint32_t)u, block_seq++) ^
-                               (uint32_t)break_check);
-    fwrite(h, 1, 16, f);
-    fwrite(c, 1, n, f);
+    out.f = f;
+    CHECK(tb_block(&out, b, (uint32_t)break_check) == 0);
 }
 
-static void header_record(struct buf *b)
+static void header_record(struct tb_buf *b)
 {
-    byte(b, MTL_REC_HEADER);
-    var(b, 5);
-    var(b, 1), var(b, 1), str(b, "/bin/prog");
-    var(b, 3), var(b, 0), var(b, 4242);
-    var(b, 8), var(b, 0), var(b, 32);
-    var(b, 99), var(b, 0), var(b, 7);        /* unknown key: skipped */
-    var(b, 98), var(b, 1), str(b, "future"); /* unknown key: skipped */
+    tb_byte(b, MTL_REC_HEADER);
+    tb_var(b, 5);
+    tb_var(b, 1), tb_var(b, 1), tb_str(b, "/bin/prog");
+    tb_var(b, 3), tb_var(b, 0), tb_var(b, 4242);
+    tb_var(b, 8), tb_var(b, 0), tb_var(b, 32);
+    tb_var(b, 99), tb_var(b, 0), tb_var(b, 7);        /* unknown key: skipped */
+    tb_var(b, 98), tb_var(b, 1), tb_str(b, "future"); /* unknown key: skipped */
 }
 
 /* Block 1: definitions and a few events; block 2: more events and END. */
-static void good_blocks(struct buf *b1, struct buf *b2, int with_end)
+static void good_blocks(struct tb_buf *b1, struct tb_buf *b2, int with_end)
 {
-    clear(b1);
-    clear(b2);
+    tb_clear(b1);
+    tb_clear(b2);
     header_record(b1);
-    byte(b1, MTL_REC_MODULE_LOAD);
-    var(b1, 0), var(b1, 5), var(b1, 0x400000), str(b1, "/bin/prog");
-    var(b1, 2), byte(b1, 0xab), byte(b1, 0xcd);
-    var(b1, 1), var(b1, 0), var(b1, 0x1000), var(b1, 5);
-    byte(b1, MTL_REC_STACK_NODES);
-    var(b1, 1), var(b1, 3);
-    var(b1, 1), var(b1, mtl__zigzag(0x400100) << 1); /* 1: main */
-    var(b1, 1), var(b1, mtl__zigzag(0x200) << 1);    /* 2: f, called by main */
-    var(b1, 2), var(b1, mtl__zigzag(0x400300) << 1); /* 3: g, called by main */
-    byte(b1, MTL_REC_THREAD_START), dt(b1, 10), var(b1, 0), var(b1, 4242);
-    byte(b1, MTL_REC_THREAD_NAME), dt(b1, 0), var(b1, 0), str(b1, "main");
-    byte(b1, MTL_REC_THREAD_SWITCH), var(b1, 0);
-    byte(b1, MTL_REC_ALLOC), dt(b1, 5), size_(b1, 100), stack_(b1, 2), ptr_delta(b1, 0x1000);
-    byte(b1, MTL_REC_ALLOC), dt(b1, 0), size_(b1, 50), stack_(b1, 3), ptr_delta(b1, 0x100);
+    tb_byte(b1, MTL_REC_MODULE_LOAD);
+    tb_var(b1, 0), tb_var(b1, 5), tb_var(b1, 0x400000), tb_str(b1, "/bin/prog");
+    tb_var(b1, 2), tb_byte(b1, 0xab), tb_byte(b1, 0xcd);
+    tb_var(b1, 1), tb_var(b1, 0), tb_var(b1, 0x1000), tb_var(b1, 5);
+    tb_byte(b1, MTL_REC_STACK_NODES);
+    tb_var(b1, 1), tb_var(b1, 3);
+    tb_var(b1, 1), tb_var(b1, mtl__zigzag(0x400100) << 1); /* 1: main */
+    tb_var(b1, 1), tb_var(b1, mtl__zigzag(0x200) << 1);    /* 2: f, called by main */
+    tb_var(b1, 2), tb_var(b1, mtl__zigzag(0x400300) << 1); /* 3: g, called by main */
+    tb_byte(b1, MTL_REC_THREAD_START), tb_dt(b1, 10), tb_var(b1, 0), tb_var(b1, 4242);
+    tb_byte(b1, MTL_REC_THREAD_NAME), tb_dt(b1, 0), tb_var(b1, 0), tb_str(b1, "main");
+    tb_byte(b1, MTL_REC_THREAD_SWITCH), tb_var(b1, 0);
+    tb_byte(b1, MTL_REC_ALLOC), tb_dt(b1, 5), tb_size(b1, 100), tb_stack(b1, 2), tb_ptr_delta(b1, 0x1000);
+    tb_byte(b1, MTL_REC_ALLOC), tb_dt(b1, 0), tb_size(b1, 50), tb_stack(b1, 3), tb_ptr_delta(b1, 0x100);
     /* 0x1000 is the second newest pointer of the window now */
-    byte(b2, MTL_REC_FREE), dt(b2, 20), ptr_window(b2, 1);
-    byte(b2, MTL_REC_RSS), dt(b2, 1), var(b2, 8192);
+    tb_byte(b2, MTL_REC_FREE), tb_dt(b2, 20), tb_ptr_window(b2, 1);
+    tb_byte(b2, MTL_REC_RSS), tb_dt(b2, 1), tb_var(b2, 8192);
     if (with_end)
-        byte(b2, MTL_REC_END), dt(b2, 0), var(b2, 0), var(b2, 0);
+        tb_byte(b2, MTL_REC_END), tb_dt(b2, 0), tb_var(b2, 0), tb_var(b2, 0);
 }
 
-static void write_trace(const struct buf *b1, const struct buf *b2)
+static void write_trace(const struct tb_buf *b1, const struct tb_buf *b2)
 {
     FILE *f = fopen(path, "wb");
     file_header(f, 1, 0);
@@ -162,7 +93,7 @@ static int read_all(int *allocs, int *frees)
 
 static void test_good(void)
 {
-    struct buf b1, b2;
+    struct tb_buf b1, b2;
     good_blocks(&b1, &b2, 1);
     write_trace(&b1, &b2);
     struct mtl_reader *r;
@@ -230,7 +161,7 @@ static void test_good(void)
 
 static void test_truncated(void)
 {
-    struct buf b1, b2;
+    struct tb_buf b1, b2;
     int a, f;
     /* No END record. */
     good_blocks(&b1, &b2, 0);
@@ -270,7 +201,7 @@ static void expect_open_error(int code)
 
 static void test_damage(void)
 {
-    struct buf b1, b2;
+    struct tb_buf b1, b2;
     int a, f;
     FILE *fp;
 
@@ -301,7 +232,7 @@ static void test_damage(void)
     file_header(fp, 1, 0);
     block(fp, &b1, 0);
     block(fp, &b2, 0);
-    block_seq--;
+    out.seq--;
     block(fp, &b2, 0);
     fclose(fp);
     CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
@@ -316,39 +247,39 @@ static void test_damage(void)
 
     /* Malformed records in the second block. */
     for (int i = 0; i < 10; i++) {
-        static struct buf bad;
-        clear(&bad);
+        static struct tb_buf bad;
+        tb_clear(&bad);
         switch (i) {
         case 0: /* parent_delta 0 */
-            byte(&bad, MTL_REC_STACK_NODES), var(&bad, 4), var(&bad, 1), var(&bad, 0), var(&bad, 0);
+            tb_byte(&bad, MTL_REC_STACK_NODES), tb_var(&bad, 4), tb_var(&bad, 1), tb_var(&bad, 0), tb_var(&bad, 0);
             break;
         case 1: /* first != count so far */
-            byte(&bad, MTL_REC_STACK_NODES), var(&bad, 9), var(&bad, 1), var(&bad, 1), var(&bad, 0);
+            tb_byte(&bad, MTL_REC_STACK_NODES), tb_var(&bad, 9), tb_var(&bad, 1), tb_var(&bad, 1), tb_var(&bad, 0);
             break;
         case 2: /* stack 77 undefined */
-            byte(&bad, MTL_REC_ALLOC), dt(&bad, 0), size_(&bad, 1), stack_(&bad, 77), ptr_delta(&bad, 8);
+            tb_byte(&bad, MTL_REC_ALLOC), tb_dt(&bad, 0), tb_size(&bad, 1), tb_stack(&bad, 77), tb_ptr_delta(&bad, 8);
             break;
         case 3: /* unknown record type */
-            byte(&bad, 0x7f);
+            tb_byte(&bad, 0x7f);
             break;
         case 4: /* a FREE whose pointer field is missing */
-            byte(&bad, MTL_REC_FREE), dt(&bad, 0);
+            tb_byte(&bad, MTL_REC_FREE), tb_dt(&bad, 0);
             break;
         case 5: /* module 5 undefined */
-            byte(&bad, MTL_REC_MODULE_UNLOAD), var(&bad, 5), var(&bad, 0);
+            tb_byte(&bad, MTL_REC_MODULE_UNLOAD), tb_var(&bad, 5), tb_var(&bad, 0);
             break;
         case 6: /* unknown ALLOC_EX flag */
-            byte(&bad, MTL_REC_ALLOC_EX), dt(&bad, 0), size_(&bad, 1), stack_(&bad, 1);
-            ptr_delta(&bad, 8), var(&bad, 4);
+            tb_byte(&bad, MTL_REC_ALLOC_EX), tb_dt(&bad, 0), tb_size(&bad, 1), tb_stack(&bad, 1);
+            tb_ptr_delta(&bad, 8), tb_var(&bad, 4);
             break;
         case 7: /* a window index past the window */
-            byte(&bad, MTL_REC_FREE), dt(&bad, 0), ptr_window(&bad, MTL_PTR_WINDOW);
+            tb_byte(&bad, MTL_REC_FREE), tb_dt(&bad, 0), tb_ptr_window(&bad, MTL_PTR_WINDOW);
             break;
         case 8: /* a field left over in a stream */
-            byte(&bad, MTL_REC_FREE), dt(&bad, 0), ptr_delta(&bad, 8), size_(&bad, 3);
+            tb_byte(&bad, MTL_REC_FREE), tb_dt(&bad, 0), tb_ptr_delta(&bad, 8), tb_size(&bad, 3);
             break;
         case 9: /* the wrong number of streams */
-            byte(&bad, MTL_REC_FREE), dt(&bad, 0), ptr_delta(&bad, 8);
+            tb_byte(&bad, MTL_REC_FREE), tb_dt(&bad, 0), tb_ptr_delta(&bad, 8);
             bad.bad_count = 1;
             break;
         }
@@ -373,9 +304,9 @@ static void test_damage(void)
  * without the second END: truncated. */
 static void test_records_after_end(void)
 {
-    struct buf b1, b2;
+    struct tb_buf b1, b2;
     good_blocks(&b1, &b2, 1);
-    byte(&b2, MTL_REC_ALLOC), dt(&b2, 1), size_(&b2, 8), stack_(&b2, 1), ptr_delta(&b2, 64);
+    tb_byte(&b2, MTL_REC_ALLOC), tb_dt(&b2, 1), tb_size(&b2, 8), tb_stack(&b2, 1), tb_ptr_delta(&b2, 64);
     write_trace(&b1, &b2);
     int a, f;
     struct mtl_reader *r;
@@ -387,7 +318,7 @@ static void test_records_after_end(void)
         ;
     CHECK(mtl_reader_info(r)->truncated && !mtl_reader_info(r)->complete);
     mtl_reader_close(r);
-    byte(&b2, MTL_REC_END), dt(&b2, 0), var(&b2, 1), var(&b2, 0);
+    tb_byte(&b2, MTL_REC_END), tb_dt(&b2, 0), tb_var(&b2, 1), tb_var(&b2, 0);
     write_trace(&b1, &b2);
     CHECK(mtl_reader_open(&r, path) == 0);
     while (mtl_reader_next(r, &ev) > 0)
