@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "analyze/filter.h"
-#include "analyze/symbols.h"
+#include "memtally/symbols.h"
 #include "memtally/trace.h"
 
 /* What the allocator and the C++ runtime add on top of the program's own
@@ -46,7 +46,7 @@ struct name_slot {
 struct mtl_view {
     const struct mtl_reader *r;
     const struct mtl_filter *f;
-    struct mtl_symbols *syms;
+    struct mtl_symbolizer *syms;
 
     struct mtl_location *locs;
     char **cut;              /* per location: function name cut at '(' */
@@ -262,14 +262,14 @@ static int resolve_node(struct mtl_view *v, uint32_t id)
         if (rc >= 0)
             rc = add_entry(v, (uint32_t)rc);
     } else {
-        const struct mtl_sym *syms;
-        int n = mtl_symbols_resolve(v->syms, fr.module, fr.addr, &syms);
+        const struct mtl_symbol *syms;
+        int n = mtl_symbolizer_resolve(v->syms, fr.module, fr.addr, &syms);
         if (n < 0)
             return n;
         for (int i = 0; i < n && rc >= 0; i++) {
             const char *fn = syms[i].function;
             if (!fn) {
-                mtl_sym_name(&syms[i], name, sizeof name);
+                mtl_symbol_name(&syms[i], name, sizeof name);
                 fn = keep(v, name);
                 if (!fn)
                     return MTL_ENOMEM;
@@ -438,6 +438,7 @@ uint32_t mtl_view_function_location(const struct mtl_view *v, uint32_t fid)
 
 int mtl_view_open(struct mtl_view **out, const struct mtl_reader *r,
                   const struct mtl_filter *f,
+                  const struct mtl_symbolizer_options *sym,
                   void (*warn)(const char *message, void *arg), void *arg)
 {
     struct mtl_view *v = calloc(1, sizeof *v);
@@ -445,7 +446,7 @@ int mtl_view_open(struct mtl_view **out, const struct mtl_reader *r,
         return MTL_ENOMEM;
     v->r = r;
     v->f = f;
-    int rc = mtl_symbols_open(&v->syms, r);
+    int rc = mtl_symbolizer_open(&v->syms, r, sym);
     if (rc < 0) {
         free(v);
         return rc;
@@ -461,8 +462,8 @@ void mtl_view_close(struct mtl_view *v)
     if (!v)
         return;
     if (v->warn)
-        mtl_symbols_warnings(v->syms, v->warn, v->warn_arg);
-    mtl_symbols_close(v->syms);
+        mtl_symbolizer_warnings(v->syms, v->warn, v->warn_arg);
+    mtl_symbolizer_close(v->syms);
     for (size_t i = 0; i < v->nowned; i++)
         free(v->owned[i]);
     free(v->owned);

@@ -1,6 +1,6 @@
 /*
  * view.h: stacks as an analysis sees them: resolved to functions, files and
- * lines (symbols.h), with inlined frames expanded and the allocator's
+ * lines (memtally/symbols.h), with inlined frames expanded and the allocator's
  * plumbing and --hide patterns removed (docs/ANALYSIS.md, "Words").
  *
  * Every resolved frame is a location (function, file, line, module);
@@ -17,6 +17,7 @@
 
 struct mtl_reader;
 struct mtl_filter;
+struct mtl_symbolizer_options;
 struct mtl_view;
 
 #define MTL_NO_LOCATION UINT32_MAX
@@ -32,10 +33,13 @@ struct mtl_location {
 
 /* Opens a view on r (which keeps reading: stacks are looked up as they
  * come).  f gives --hide, --keep-alloc-frames, --inside, --not-inside; it
- * must outlive the view.  warn, if not NULL, is called once per module
- * whose symbols cannot be used. */
+ * must outlive the view.  sym (NULL: the defaults) says where symbols are
+ * looked for (memtally/symbols.h).  warn, if not NULL, is called once per
+ * module whose symbols cannot be used.  Returns 0 or a negative MTL_E*
+ * code (mtl_symbolizer_open's). */
 int mtl_view_open(struct mtl_view **out, const struct mtl_reader *r,
                   const struct mtl_filter *f,
+                  const struct mtl_symbolizer_options *sym,
                   void (*warn)(const char *message, void *arg), void *arg);
 void mtl_view_close(struct mtl_view *v);
 

@@ -4,10 +4,44 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "memtally/trace.h"
+
+static const char symbols_usage[] =
+    "symbols (docs/ANALYSIS.md):\n"
+    "  --sysroot DIR             look for the recorded files under DIR\n"
+    "  --debug-dir DIR           look for separate debug files in DIR too (repeatable)\n";
+
+/* --sysroot DIR, --debug-dir DIR: 1 if argv[*i] was one (advancing *i),
+ * 0 if not, -1 after saying what is wrong. */
+static int symbols_option(struct analysis *a, int argc, char **argv, int *i)
+{
+    static const char *const names[] = { "--sysroot", "--debug-dir" };
+    const char *val;
+    size_t which;
+    int rc = option_value(a->name, argc, argv, i, names, 2, &which, &val);
+    if (rc <= 0)
+        return rc;
+    struct stat st;
+    if (stat(val, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        cli_error("%s: %s %s: not a directory", a->name, names[which], val);
+        return -1;
+    }
+    if (which == 0) {
+        a->sym.sysroot = val;
+        return 1;
+    }
+    if (a->sym.ndebug_dirs == MTL_MAX_PATTERNS) {
+        cli_error("%s: at most %d --debug-dir", a->name, MTL_MAX_PATTERNS);
+        return -1;
+    }
+    a->debug_dirs[a->sym.ndebug_dirs++] = val;
+    a->sym.debug_dirs = a->debug_dirs;
+    return 1;
+}
 
 int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
                    int ntraces, analysis_opt_fn opt, void *ctx, int *exit_code)
@@ -19,6 +53,7 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             fputs(usage, stdout);
             fputs(mtl_filter_usage, stdout);
+            fputs(symbols_usage, stdout);
             *exit_code = 0;
             return 1;
         }
@@ -27,7 +62,14 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
             i++;
             continue;
         }
-        int rc = mtl_filter_option(&a->filter, argc, argv, &i, err, sizeof err);
+        int rc = symbols_option(a, argc, argv, &i);
+        if (rc < 0) {
+            *exit_code = 2;
+            return 1;
+        }
+        if (rc > 0)
+            continue;
+        rc = mtl_filter_option(&a->filter, argc, argv, &i, err, sizeof err);
         if (rc < 0) {
             cli_error("%s: %s", a->name, err);
             *exit_code = 2;
@@ -81,7 +123,7 @@ int analysis_open(struct analysis *a, const char *path)
     a->r = cli_open_trace(path ? path : a->path);
     if (!a->r)
         return 1;
-    int rc = mtl_view_open(&a->v, a->r, &a->filter, warn_symbols, NULL);
+    int rc = mtl_view_open(&a->v, a->r, &a->filter, &a->sym, warn_symbols, NULL);
     if (rc < 0) {
         cli_error("%s: %s", a->name, mtl_strerror(rc));
         mtl_reader_close(a->r);

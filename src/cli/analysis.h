@@ -12,12 +12,15 @@
 #include "analyze/rows.h"
 #include "analyze/scan.h"
 #include "analyze/view.h"
+#include "memtally/symbols.h"
 
 struct analysis {
     const char *name;          /* the command, for messages */
     const char *path;          /* the trace */
     const char *path2;         /* a second trace (diff) */
     struct mtl_filter filter;
+    struct mtl_symbolizer_options sym; /* --sysroot, --debug-dir */
+    const char *debug_dirs[MTL_MAX_PATTERNS];
     int json;
     struct mtl_reader *r;
     struct mtl_view *v;
@@ -29,7 +32,8 @@ struct analysis {
  * (after printing why) if malformed. */
 typedef int (*analysis_opt_fn)(void *ctx, int argc, char **argv, int *i);
 
-/* Parses argv.  Returns 0 to go on, or an exit status (0 after --help, 2
+/* Parses argv: the filters, --json, the symbol options (--sysroot DIR,
+ * --debug-dir DIR), then the command's own.  Returns 0 to go on, or an exit status (0 after --help, 2
  * after a usage error it printed).  ntraces is 1, or 2 for diff. */
 int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
                    int ntraces, analysis_opt_fn opt, void *ctx, int *exit_code);

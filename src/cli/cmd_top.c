@@ -259,7 +259,7 @@ static void open_trace(struct top *t)
         return;
     }
     mtl_reader_follow(t->r, 1);
-    rc = mtl_view_open(&t->v, t->r, &t->filter, warn_symbols, t);
+    rc = mtl_view_open(&t->v, t->r, &t->filter, NULL, warn_symbols, t);
     if (rc < 0) {
         t->v = NULL;
         snprintf(t->note, sizeof t->note, "%s: %s", t->trace, mtl_strerror(rc));
