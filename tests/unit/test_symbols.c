@@ -4,13 +4,22 @@
  * the functions, file and lines that made the calls, inlining included.
  * Then the fallbacks: no module, garbage addresses, a module whose file
  * changed (build id differs), is gone, is not ELF; the demangler; the
- * cache; speed on 100k distinct addresses; no file descriptor left open. */
+ * cache; speed on 100k distinct addresses; no file descriptor left open.
+ * Then the options: bad directories, a module found under a sysroot, a
+ * binary that is gone replaced by its debug file in a debug directory
+ * (this executable, whose DWARF makes it a fine debug file), and
+ * no_debuginfod.  (tests/integration/test_symbols_files.sh covers the
+ * separate debug files proper, MiniDebugInfo, dwz and a debuginfod
+ * server.) */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -265,6 +274,118 @@ static void check_demangler(void)
     CHECK(mtl_demangle(NULL) == NULL);
 }
 
+/* mkdir -p for the directories of path. */
+static void make_dirs_of(const char *path)
+{
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        CHECK(mkdir(buf, 0755) == 0 || errno == EEXIST);
+        *p = '/';
+    }
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    make_dirs_of(to);
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    CHECK(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        CHECK(write(out, buf, (size_t)n) == n);
+    CHECK(n == 0);
+    close(in);
+    close(out);
+}
+
+/* The options, on the executable recorded under paths where it is not. */
+static void check_options(uint32_t exe, uintptr_t a_direct)
+{
+    struct mtl_symbolizer *s;
+    const struct mtl_symbol *e;
+    char cwd[4096], sysroot[4200], dbgdir[4200], path[8600], cache[4200];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+
+    /* Directories that are not. */
+    struct mtl_symbolizer_options opt = { .sysroot = "/nonexistent/memtally-test" };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_ENOENT);
+    opt.sysroot = notelf_path;
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_EINVAL);
+    const char *bad[] = { "/", "/nonexistent/memtally-test" };
+    opt = (struct mtl_symbolizer_options){ .debug_dirs = bad, .ndebug_dirs = 2 };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_ENOENT);
+    opt = (struct mtl_symbolizer_options){ .ndebug_dirs = 1 };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_EINVAL);
+
+    /* FAKE_GONE becomes the executable recorded at a path that does not
+     * exist here, with its build id and segments. */
+    const char *recorded = "/nonexistent/memtally-test/bin/prog";
+    struct mtl_module *m = &fake[FAKE_GONE - FAKE_CHANGED];
+    *m = self.mod[exe];
+    m->path = recorded;
+    uint64_t addr = a_direct; /* the same base */
+
+    /* Under a sysroot; without it, not found. */
+    snprintf(sysroot, sizeof sysroot, "%s/sysroot", cwd);
+    snprintf(path, sizeof path, "%s%s", sysroot, recorded);
+    copy_file("/proc/self/exe", path);
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, NULL), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function == NULL);
+    mtl_symbolizer_close(s);
+    opt = (struct mtl_symbolizer_options){ .sysroot = sysroot };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(e[0].line, line_direct);
+    CHECK(strcmp(e[0].module, recorded) == 0); /* the path as recorded */
+    mtl_symbolizer_close(s);
+    /* A sysroot with a trailing slash is the same sysroot. */
+    strcat(sysroot, "/");
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    mtl_symbolizer_close(s);
+
+    /* The binary gone, its "debug file" in a debug directory, by build id. */
+    snprintf(dbgdir, sizeof dbgdir, "%s/debug", cwd);
+    int k = snprintf(path, sizeof path, "%s/.build-id/%02x/", dbgdir, m->build_id[0]);
+    for (size_t i = 1; i < m->build_id_size; i++)
+        k += snprintf(path + k, sizeof path - k, "%02x", m->build_id[i]);
+    snprintf(path + k, sizeof path - k, ".debug");
+    copy_file("/proc/self/exe", path);
+    const char *dirs[] = { dbgdir };
+    opt = (struct mtl_symbolizer_options){ .debug_dirs = dirs, .ndebug_dirs = 1 };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(e[0].line, line_direct);
+    struct seen w = { .n = 0 };
+    mtl_symbolizer_warnings(s, collect, &w);
+    CHECK_EQ(w.n, 0);
+    mtl_symbolizer_close(s);
+
+    /* debuginfod: asked when DEBUGINFOD_URLS is set (here a port where
+     * nothing listens), unless no_debuginfod.  Its client makes its cache
+     * directory when it is first asked. */
+    snprintf(cache, sizeof cache, "%s/debuginfod-cache", cwd);
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9", 1);
+    setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+    struct stat st;
+    for (int no = 1; no >= 0; no--) {
+        opt = (struct mtl_symbolizer_options){ .no_debuginfod = no };
+        CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+        CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+        CHECK(e[0].function == NULL);
+        mtl_symbolizer_close(s);
+        CHECK_EQ(stat(cache, &st) == 0, !no);
+    }
+    unsetenv("DEBUGINFOD_URLS");
+    unsetenv("DEBUGINFOD_CACHE_PATH");
+}
+
 int main(void)
 {
     check_demangler();
@@ -437,5 +558,7 @@ int main(void)
     mtl_symbolizer_close(s);
     CHECK_EQ(open_fds(), fds_before);
     mtl_symbolizer_close(NULL);
+
+    check_options(exe, a_direct);
     CHECKS_DONE();
 }
