@@ -30,3 +30,15 @@ expect_eq "sites output" "ok" "$(awk -v f="$f" -v plain="$(line_of "$src" plain_
 expect_eq "sites -n 1" 2 "$("$sites" -n 1 t.mtly | wc -l)"
 "$sites" >/dev/null 2>&1
 expect_eq "sites without a trace: status" 2 $?
+
+# Built by a user against an installed copy, with pkg-config: the same
+# output.
+make -s -C "$MEMTALLY_ROOT" install PREFIX="$PWD/prefix" >/dev/null || fail "make install failed"
+[ -f prefix/include/memtally/symbols.h ] || fail "memtally/symbols.h is not installed"
+export PKG_CONFIG_PATH=$PWD/prefix/lib/pkgconfig
+cc -O2 -o sites "$MEMTALLY_ROOT/examples/sites.c" \
+    $(pkg-config --cflags --static --libs memtally-trace) ||
+    fail "cannot build examples/sites.c with pkg-config --static --libs memtally-trace"
+./sites t.mtly >installed.txt 2>&1 || fail "the installed build failed"
+cmp out.txt installed.txt || fail "the installed build prints something else"
+echo "ok: built with pkg-config, the same output"

@@ -2,7 +2,8 @@
 # Where symbols come from (memtally/symbols.h, docs/DESIGN.md), each way on
 # tests/programs/golden_inline.c built here, recorded as app/bin/prog, then
 # stripped, moved or replaced before `memtally report` reads the trace:
-#   1. the binary as built: functions, lines and inlining from its DWARF;
+#   1. the binary as built: functions, lines and inlining from its DWARF
+#      (and --sysroot, --debug-dir given something that is not a directory);
 #   2. stripped: addresses; its debug file found by build id under a
 #      --debug-dir; by its .gnu_debuglink next to it, in .debug/, in
 #      DIR/<its directory>/ and in DIR/ of a --debug-dir; a debug file of
@@ -69,8 +70,11 @@ objcopy --only-keep-debug full full.debug
 objcopy --only-keep-debug other other.debug
 strip --strip-all -o stripped full
 
-# 1. As built.
+# 1. As built.  And the options' errors.
 rows "as built" t.mtly "$dwarf_rows"
+expect_error "--sysroot that is not a directory" 2 report --sysroot nowhere t.mtly
+expect_error "--debug-dir that is not a directory" 2 report --debug-dir t.mtly t.mtly
+expect_error "--debug-dir without a value" 2 report t.mtly --debug-dir
 
 # 2. Stripped: by build id in a debug directory.
 cp stripped app/bin/prog
