@@ -19,7 +19,8 @@
  *     mtl_symbolizer_warnings(s, print_line, NULL);
  *     mtl_symbolizer_close(s);
  *
- * Where a module's symbols come from, in this order (docs/DESIGN.md):
+ * Where a module's symbols come from, in this order (docs/ANALYSIS.md,
+ * "Symbols"):
  *
  *   1. its file: the recorded path under the sysroot, if it has the
  *      recorded build id (or, when none was recorded, the recorded
@@ -28,14 +29,17 @@
  *   2. when that is missing or changed, a separate debug file with the
  *      recorded build id stands in for it: DIR/.build-id/xx/rest.debug in
  *      each debug directory (the ones given, then SYSROOT/usr/lib/debug,
- *      then /usr/lib/debug when a sysroot is set), then debuginfod;
+ *      then /usr/lib/debug when a sysroot is set), then debuginfod (the
+ *      debug file, then the executable);
  *   3. in the file found: its .symtab and DWARF; if it has no DWARF or no
  *      .symtab, its separate debug file: by build id in each debug
- *      directory, then by its .gnu_debuglink name (next to the file, in
- *      its .debug/ directory, in DIR/<the file's directory>/ for each debug
- *      directory, in each given DIR/), then debuginfod; a debug file must
- *      have the file's build id (or, without one, the CRC its debuglink
- *      names); DWARF's dwz supplementary files are found the same way;
+ *      directory, then by the name in its .gnu_debuglink: next to the
+ *      file, in its .debug/ directory, then for each debug directory DIR
+ *      in turn DIR/<the file's directory>/NAME and, for the directories
+ *      given, DIR/NAME; then debuginfod.  A debug file must have the
+ *      file's build id (or, without one, the CRC its debuglink names).
+ *      dwz supplementary files (.gnu_debugaltlink) are found at their
+ *      path under the sysroot, by build id, in DIR/.dwz/, then debuginfod;
  *   4. failing a .symtab, the MiniDebugInfo symbols (.gnu_debugdata, an
  *      xz-compressed ELF holding a .symtab) and the .dynsym.
  *

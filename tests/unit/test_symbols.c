@@ -5,8 +5,9 @@
  * Then the fallbacks: no module, garbage addresses, a module whose file
  * changed (build id differs), is gone, is not ELF; the demangler; the
  * cache; speed on 100k distinct addresses; no file descriptor left open.
- * Then the options: bad directories, a module found under a sysroot, a
- * binary that is gone replaced by its debug file in a debug directory
+ * Then the options: bad directories, a module found under a sysroot (or
+ * at its recorded path when the sysroot lacks it and the build id
+ * matches), a binary that is gone replaced by its debug file in a debug directory
  * (this executable, whose DWARF makes it a fine debug file), and
  * no_debuginfod.  (tests/integration/test_symbols_files.sh covers the
  * separate debug files proper, MiniDebugInfo, dwz and a debuginfod
@@ -349,6 +350,18 @@ static void check_options(uint32_t exe, uintptr_t a_direct)
     CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
     mtl_symbolizer_close(s);
 
+    /* With a sysroot that lacks a file, the recorded path itself, but only
+     * when its build id says it is the same file. */
+    snprintf(path, sizeof path, "%s/empty-sysroot", cwd);
+    CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
+    opt = (struct mtl_symbolizer_options){ .sysroot = path };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, exe, a_direct, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_NOINFO, a_direct, &e), 1);
+    CHECK(e[0].function == NULL);
+    mtl_symbolizer_close(s);
+
     /* The binary gone, its "debug file" in a debug directory, by build id. */
     snprintf(dbgdir, sizeof dbgdir, "%s/debug", cwd);
     int k = snprintf(path, sizeof path, "%s/.build-id/%02x/", dbgdir, m->build_id[0]);
@@ -370,7 +383,7 @@ static void check_options(uint32_t exe, uintptr_t a_direct)
     /* debuginfod: asked when DEBUGINFOD_URLS is set (here a port where
      * nothing listens), unless no_debuginfod.  Its client makes its cache
      * directory when it is first asked. */
-    snprintf(cache, sizeof cache, "%s/debuginfod-cache", cwd);
+    snprintf(cache, sizeof cache, "%s/debuginfod-cache.%d", cwd, (int)getpid());
     setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9", 1);
     setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
     struct stat st;
