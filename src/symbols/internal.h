@@ -64,7 +64,6 @@ struct mtl_symfile {
     const unsigned char *build_id; /* in libdw's data; NULL when none */
     int build_id_size;
     uint64_t lo, hi;            /* the file's address range */
-    char *debug_path;           /* the separate debug file libdw took, or NULL */
 
     struct mtl_funcsym *syms;   /* sorted by lo, loaded when first needed */
     size_t nsyms;
