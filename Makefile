@@ -12,6 +12,7 @@ B       := build
 
 COMMON_SRC  := $(wildcard src/common/*.c)
 TRACE_SRC   := $(wildcard src/trace/*.c)
+SYMBOLS_SRC := $(wildcard src/symbols/*.c)
 PRELOAD_SRC := $(wildcard src/preload/*.c)
 ANALYZE_SRC := $(wildcard src/analyze/*.c)
 RENDER_SRC  := $(wildcard src/render/*.c)
@@ -26,13 +27,17 @@ PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
                $(B)/pic/src/trace/reader.o \
                $(patsubst %,$(B)/pic/src/analyze/%.o,stackagg view rows allocframes) \
                $(B)/pic/src/render/table.o
-READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(COMMON_SRC:%.c=$(B)/obj/%.o)
+# libmemtally-trace.a: the reader (memtally/trace.h) and the symbolizer
+# (memtally/symbols.h).
+READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(SYMBOLS_SRC:%.c=$(B)/obj/%.o) \
+               $(COMMON_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(RENDER_SRC:%.c=$(B)/obj/%.o)
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
-READER_LIBS  := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd) -lm
-# The symbolizer demangles with libstdc++'s __cxa_demangle.
-CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf) -lstdc++ -lm
+# The symbolizer reads ELF and DWARF with libdw and demangles with
+# libstdc++'s __cxa_demangle; it loads libdebuginfod itself when needed.
+READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm
+CLI_LIBS     := $(READER_LIBS)
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples
 
@@ -79,10 +84,10 @@ $(B)/tests/programs/%: tests/programs/%.cc
 	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
 # Unit tests run under ASan and UBSan, with the reader and the analysis
 # code compiled in with them.
-$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h tests/*.h tests/unit/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(SYMBOLS_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h tests/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(CLI_LIBS) -pthread
+	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(SYMBOLS_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(CLI_LIBS) -pthread
 # Tools the integration tests run (tests/tools/mktrace: traces written by
 # hand), with the sanitizers too: a bug of theirs must not pass for one of
 # memtally's.
@@ -117,7 +122,8 @@ install: all
 	install -m 755 $(B)/libmemtally.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(B)/libmemtally-trace.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/memtally.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 include/memtally/trace.h include/memtally/errors.h $(DESTDIR)$(PREFIX)/include/memtally/
+	install -m 644 include/memtally/trace.h include/memtally/symbols.h \
+	    include/memtally/errors.h $(DESTDIR)$(PREFIX)/include/memtally/
 	install -m 644 docs/memtally.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally.pc
 	sed 's|@PREFIX@|$(PREFIX)|' scripts/memtally-trace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtally-trace.pc

@@ -3,7 +3,14 @@
 # the argument "bench" also the peers the benchmark compares against.
 # Idempotent: installs only what is missing, and does nothing when all is there.
 set -e
+# libdebuginfod-dev: the header of the debuginfod client the symbolizer
+# loads when DEBUGINFOD_URLS is set; liblzma-dev: libdw's MiniDebugInfo
+# decoder; it and libbz2-dev are what `pkg-config --static --libs
+# memtally-trace` names through libdw.  binutils, xz-utils, dwz and
+# debuginfod: the symbol tests make stripped binaries, debug files,
+# MiniDebugInfo and dwz files, and serve them with debuginfod.
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
+      libdebuginfod-dev liblzma-dev libbz2-dev binutils xz-utils dwz debuginfod
       zstd valgrind sqlite3 python3 jq"
 if [ "${1:-}" = bench ]; then
     pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev"

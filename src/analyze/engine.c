@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "analyze/ptrmap.h"
-#include "analyze/symbols.h"
 #include "analyze/view.h"
 #include "common/arena.h"
 #include "memtally/errors.h"
@@ -35,7 +34,7 @@ struct mtl_engine {
     int r_complete;                /* r read the trace to its end */
     struct mtl_defs defs;
 
-    struct mtl_symbols *syms;
+    struct mtl_symbolizer *syms;
     struct mtl_view *view;
     struct mtl_filter view_filter; /* the frame options view was made for */
 
@@ -65,9 +64,9 @@ static const struct mtl_module *module_of(void *arg, uint32_t index)
     return mtl_reader_module(e->r, index);
 }
 
-static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_sym **out)
+static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_symbol **out)
 {
-    return mtl_symbols_resolve(arg, module, addr, out);
+    return mtl_symbolizer_resolve(arg, module, addr, out);
 }
 
 int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
@@ -97,7 +96,7 @@ int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
     if (rc == 0)
         rc = open_reader(e, &e->r);
     if (rc == 0)
-        rc = mtl_symbols_open_modules(&e->syms, module_of, e);
+        rc = mtl_symbolizer_open_modules(&e->syms, module_of, e, &e->opt.symbols);
     if (rc < 0) {
         mtl_engine_close(e);
         return rc;
@@ -119,7 +118,7 @@ static void warn_one(const char *message, void *arg)
 void mtl_engine_warnings(struct mtl_engine *e)
 {
     if (e->syms && e->opt.warn)
-        mtl_symbols_warnings(e->syms, warn_one, e);
+        mtl_symbolizer_warnings(e->syms, warn_one, e);
 }
 
 void mtl_engine_close(struct mtl_engine *e)
@@ -128,7 +127,7 @@ void mtl_engine_close(struct mtl_engine *e)
         return;
     mtl_engine_warnings(e);
     mtl_view_close(e->view);
-    mtl_symbols_close(e->syms);
+    mtl_symbolizer_close(e->syms);
     mtl_reader_close(e->r);
     mtl_ptrmap_release(&e->follow_live);
     if (e->src.kind == MTL_SOURCE_PATH && e->fd >= 0)

@@ -22,6 +22,7 @@
 
 #include "analyze/filter.h"
 #include "analyze/scan.h"
+#include "memtally/symbols.h"
 
 struct mtl_engine;
 struct mtl_view;
@@ -46,9 +47,7 @@ enum mtl_index_policy {
 };
 
 struct mtl_engine_options {
-    const char *sysroot;              /* symbols: see the symbolizer */
-    const char *const *debug_dirs;
-    size_t ndebug_dirs;
+    struct mtl_symbolizer_options symbols; /* where binaries and debug files are */
     enum mtl_index_policy index;
     const char *index_dir;            /* NULL: MEMTALLY_INDEX_DIR, XDG_CACHE_HOME... */
     unsigned threads;                 /* 0: one per core */

@@ -7,7 +7,9 @@
  *     functions inlined at that address, then the real function;
  *   - nodes: per stack node, its frame (so a node costs one lookup);
  *   - sites: per stack node, the site of the stack that ends there, which
- *     is the node's own innermost possible site or else its parent's.
+ *     is the node's own innermost possible site or else its parent's (and
+ *     the innermost named frame, which decides whether an unnamed one can
+ *     be a site).
  * Function ids come from interning display names.
  */
 #include "analyze/view.h"
@@ -49,8 +51,9 @@ struct mtl_view {
     struct frame *frames;
     uint32_t frames_cap;
 
-    /* per node, grown as nodes come: frame id, site, fallback site */
-    uint32_t *node_frame, *site, *fallback;
+    /* per node, grown as nodes come: frame id, site, fallback site, and
+     * the innermost named visible frame at or above it */
+    uint32_t *node_frame, *site, *fallback, *named;
     uint32_t nodes_cap;
 
     uint32_t *buf;                /* mtl_view_frames' result */
@@ -130,7 +133,7 @@ static int64_t add_location(struct mtl_view *v, const char *function, const char
     else if (!v->opt.keep_alloc_frames)
         l->hidden = role == MTL_ROLE_PLUMBING;
     if (!l->hidden && !v->opt.keep_alloc_frames)
-        l->passed = role == MTL_ROLE_WRAPPER || unnamed ||
+        l->passed = role == MTL_ROLE_WRAPPER ||
                     any_match(v->opt.wrappers, v->opt.nwrappers, l->function, cut);
     v->nlocs++;
     return id;
@@ -156,8 +159,11 @@ static int node_frame(struct mtl_view *v, uint32_t id, uint32_t *out)
         cap = old;
         if (grow((void **)&v->fallback, &cap, need, sizeof(uint32_t)) < 0)
             return MTL_ENOMEM;
+        cap = old;
+        if (grow((void **)&v->named, &cap, need, sizeof(uint32_t)) < 0)
+            return MTL_ENOMEM;
         for (uint32_t i = old; i < cap; i++)
-            v->node_frame[i] = v->site[i] = v->fallback[i] = UNKNOWN;
+            v->node_frame[i] = v->site[i] = v->fallback[i] = v->named[i] = UNKNOWN;
         v->nodes_cap = cap;
     }
     struct mtl_frame fr = mtl_defs_frame(v->d, id);
@@ -181,7 +187,7 @@ static int node_frame(struct mtl_view *v, uint32_t id, uint32_t *out)
             const char *kept = mtl_arena_strdup(&v->arena, name);
             loc = kept ? add_location(v, kept, NULL, 0, "", 0, 1) : MTL_ENOMEM;
         } else {
-            const struct mtl_sym *syms;
+            const struct mtl_symbol *syms;
             int n = v->namer.resolve(v->namer.arg, fr.module, fr.addr, &syms);
             if (n < 0)
                 return n;
@@ -278,6 +284,23 @@ int mtl_view_frames_all(struct mtl_view *v, uint32_t stack, const uint32_t **loc
     return collect(v, stack, 1, locs, n);
 }
 
+/* Whether location loc can be a site of a stack whose nearest named frame
+ * outside it is named (MTL_NO_LOCATION: none).  A function with no symbol
+ * is passed over when a named function of the same module calls it: a
+ * static function of a stripped library (sqlite3's, under sqlite3Malloc)
+ * gives its blocks to the library's function that the user knows; a
+ * stripped program, which only libc's start-up calls, keeps its
+ * addresses. */
+static int can_be_site(const struct mtl_view *v, uint32_t loc, uint32_t named)
+{
+    const struct mtl_location *l = &v->locs[loc];
+    if (l->hidden || l->passed)
+        return 0;
+    if (!l->unnamed || v->opt.keep_alloc_frames || named == MTL_NO_LOCATION)
+        return 1;
+    return strcmp(l->module, v->locs[named].module) != 0;
+}
+
 /* Fills the site memos of node and of its ancestors that lack them. */
 static int settle_site(struct mtl_view *v, uint32_t node)
 {
@@ -303,26 +326,25 @@ static int settle_site(struct mtl_view *v, uint32_t node)
     }
     uint32_t site = id ? v->site[id] : MTL_NO_LOCATION;
     uint32_t fallback = id ? v->fallback[id] : MTL_NO_LOCATION;
+    uint32_t named = id ? v->named[id] : MTL_NO_LOCATION;
     while (depth > 0) {
         id = path[--depth];
         const struct frame *f = &v->frames[v->node_frame[id]];
-        uint32_t own = MTL_NO_LOCATION, own_fallback = MTL_NO_LOCATION;
-        for (uint32_t i = f->first; i < f->first + f->n; i++) {
-            if (v->locs[i].hidden)
+        /* The node's locations from its real function inwards through
+         * what is inlined into it: each knows the named frame outside it. */
+        for (uint32_t i = f->first + f->n; i-- > f->first;) {
+            const struct mtl_location *l = &v->locs[i];
+            if (l->hidden)
                 continue;
-            if (own_fallback == MTL_NO_LOCATION)
-                own_fallback = i;
-            if (!v->locs[i].passed) {
-                own = i;
-                break;
-            }
+            fallback = i;
+            if (can_be_site(v, i, named))
+                site = i;
+            if (!l->unnamed)
+                named = i;
         }
-        if (own != MTL_NO_LOCATION)
-            site = own;
-        if (own_fallback != MTL_NO_LOCATION)
-            fallback = own_fallback;
         v->site[id] = site;
         v->fallback[id] = fallback;
+        v->named[id] = named;
     }
     return 0;
 }

@@ -5,9 +5,10 @@
  *
  *   - hidden: the allocator's and the C++ runtime's plumbing, and what
  *     --hide names; never shown;
- *   - passed over: allocation wrappers (allocframes.h, --wrapper) and
- *     functions with no symbol at all; shown in stacks and trees, but not a
- *     site: their blocks go to the nearest caller that is neither;
+ *   - passed over: allocation wrappers (allocframes.h, --wrapper), and
+ *     functions with no symbol at all that a named function of the same
+ *     module calls; shown in stacks and trees, but not a site: their
+ *     blocks go to the nearest caller that is neither;
  *   - the rest: code the user can change.
  *
  * --keep-alloc-frames makes every frame but --hide's a possible site.
@@ -26,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze/symbols.h"
+#include "memtally/symbols.h"
 
 struct mtl_defs;
 struct mtl_view;
@@ -40,17 +41,17 @@ struct mtl_location {
     const char *module;   /* module path, "" when none */
     uint8_t inlined;      /* inlined into the next frame */
     uint8_t hidden;       /* plumbing or --hide: never shown */
-    uint8_t passed;       /* a wrapper or unnamed: not a site */
+    uint8_t passed;       /* a wrapper: not a site */
     uint8_t unnamed;      /* no symbol: the name is module+0xOFFSET */
     uint32_t function_id; /* same for every location of one function */
 };
 
 /* How native frames are named: resolve(arg, module, addr, &out) as
- * mtl_symbols_resolve does (n >= 1 entries, innermost first, or a negative
+ * mtl_symbolizer_resolve does (n >= 1 entries, innermost first, or a negative
  * code).  The CLI's is libdw's; mtl_profile_call's is the process's own
  * symbol tables. */
 struct mtl_view_namer {
-    int (*resolve)(void *arg, uint32_t module, uint64_t addr, const struct mtl_sym **out);
+    int (*resolve)(void *arg, uint32_t module, uint64_t addr, const struct mtl_symbol **out);
     void *arg;
 };
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -133,21 +134,26 @@ static int filter_option(struct analysis *a, int argc, char **argv, int *i)
     case 9: bad = mtl_filter_add_pattern(f->hide, &f->nhide, val); break;
     case 10: bad = mtl_filter_add_pattern(f->wrappers, &f->nwrappers, val); break;
     case 11:
-        if (!*val)
-            bad = -1, why = "an empty directory";
-        a->eopt.sysroot = val;
+    case 12: {
+        struct stat st;
+        if (stat(val, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            bad = -1;
+            why = "not a directory";
+        } else if (k == 11) {
+            a->eopt.symbols.sysroot = val;
+        } else if (a->eopt.symbols.ndebug_dirs == CLI_MAX_DEBUG_DIRS) {
+            bad = -1;
+            why = "at most 16 of them";
+        } else {
+            a->debug_dirs[a->eopt.symbols.ndebug_dirs++] = val;
+        }
         break;
-    case 12:
-        if (a->eopt.ndebug_dirs == CLI_MAX_DEBUG_DIRS || !*val)
-            bad = -1, why = "at most 16 directories, none empty";
-        else
-            a->debug_dirs[a->eopt.ndebug_dirs++] = val;
-        break;
+    }
     }
     if (!bad)
         return 1;
     if (why)
-        cli_error("%s: %s: %s", a->name, name, why);
+        cli_error("%s: %s %s: %s", a->name, name, val, why);
     else if (k == 4)
         cli_error("%s: %s: bad size range '%s' (like 16..4K)", a->name, name, val);
     else if (k == 5)
@@ -167,7 +173,7 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
                    unsigned flags, analysis_opt_fn opt, void *ctx, int *exit_code)
 {
     a->name = argv[0];
-    a->eopt.debug_dirs = a->debug_dirs;
+    a->eopt.symbols.debug_dirs = a->debug_dirs;
     const char *env = getenv("MEMTALLY_INDEX");
     if (env && !strcmp(env, "off"))
         a->eopt.index = MTL_INDEX_OFF;

@@ -67,7 +67,7 @@ struct names {
     size_t nfiles;
     char *(*demangle)(const char *, char *, size_t *, int *);
     struct mtl_arena arena;     /* the names handed to the view */
-    struct mtl_sym out;         /* the last answer */
+    struct mtl_symbol out;         /* the last answer */
 };
 
 static int by_start(const void *a, const void *b)
@@ -149,11 +149,11 @@ static struct symfile *file_of(struct names *nm, const char *path)
 /* The view's namer (analyze/view.h): the function holding a return
  * address, from this process's own modules.  One entry: no inlining is
  * known without DWARF, nor a file or line. */
-static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_sym **out)
+static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_symbol **out)
 {
     (void)module;
     struct names *nm = arg;
-    struct mtl_sym *e = &nm->out;
+    struct mtl_symbol *e = &nm->out;
     Dl_info info;
     struct link_map *lm = NULL;
     uint64_t pc = addr - 1;

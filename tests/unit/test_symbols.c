@@ -4,17 +4,27 @@
  * the functions, file and lines that made the calls, inlining included.
  * Then the fallbacks: no module, garbage addresses, a module whose file
  * changed (build id differs), is gone, is not ELF; the demangler; the
- * cache; speed on 100k distinct addresses; no file descriptor left open. */
+ * cache; speed on 100k distinct addresses; no file descriptor left open.
+ * Then the options: bad directories, a module found under a sysroot (or
+ * at its recorded path when the sysroot lacks it and the build id
+ * matches), a binary that is gone replaced by its debug file in a debug directory
+ * (this executable, whose DWARF makes it a fine debug file), and
+ * no_debuginfod.  (tests/integration/test_symbols_files.sh covers the
+ * separate debug files proper, MiniDebugInfo, dwz and a debuginfod
+ * server.) */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "analyze/symbols.h"
+#include "memtally/symbols.h"
 #include "check.h"
 #include "memtally/trace.h"
 
@@ -250,7 +260,7 @@ static void check_demangler(void)
         { "_Z3foov.cold", "foo() [clone .cold]" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *d = mtl_sym_demangle(cases[i].in);
+        char *d = mtl_demangle(cases[i].in);
         CHECK(d != NULL);
         if (strcmp(d, cases[i].out) != 0)
             fprintf(stderr, "demangle %s: got '%s', want '%s'\n", cases[i].in,
@@ -258,11 +268,135 @@ static void check_demangler(void)
         CHECK(strcmp(d, cases[i].out) == 0);
         free(d);
     }
-    CHECK(mtl_sym_demangle("main") == NULL);
-    CHECK(mtl_sym_demangle("_Z") == NULL);
-    CHECK(mtl_sym_demangle("_Zgarbage!") == NULL);
-    CHECK(mtl_sym_demangle("") == NULL);
-    CHECK(mtl_sym_demangle(NULL) == NULL);
+    CHECK(mtl_demangle("main") == NULL);
+    CHECK(mtl_demangle("_Z") == NULL);
+    CHECK(mtl_demangle("_Zgarbage!") == NULL);
+    CHECK(mtl_demangle("") == NULL);
+    CHECK(mtl_demangle(NULL) == NULL);
+}
+
+/* mkdir -p for the directories of path. */
+static void make_dirs_of(const char *path)
+{
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        CHECK(mkdir(buf, 0755) == 0 || errno == EEXIST);
+        *p = '/';
+    }
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    make_dirs_of(to);
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    CHECK(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        CHECK(write(out, buf, (size_t)n) == n);
+    CHECK(n == 0);
+    close(in);
+    close(out);
+}
+
+/* The options, on the executable recorded under paths where it is not. */
+static void check_options(uint32_t exe, uintptr_t a_direct)
+{
+    struct mtl_symbolizer *s;
+    const struct mtl_symbol *e;
+    char cwd[4096], sysroot[4200], dbgdir[4200], path[8600], cache[4200];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+
+    /* Directories that are not. */
+    struct mtl_symbolizer_options opt = { .sysroot = "/nonexistent/memtally-test" };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_ENOENT);
+    opt.sysroot = notelf_path;
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_EINVAL);
+    const char *bad[] = { "/", "/nonexistent/memtally-test" };
+    opt = (struct mtl_symbolizer_options){ .debug_dirs = bad, .ndebug_dirs = 2 };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_ENOENT);
+    opt = (struct mtl_symbolizer_options){ .ndebug_dirs = 1 };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), MTL_EINVAL);
+
+    /* FAKE_GONE becomes the executable recorded at a path that does not
+     * exist here, with its build id and segments. */
+    const char *recorded = "/nonexistent/memtally-test/bin/prog";
+    struct mtl_module *m = &fake[FAKE_GONE - FAKE_CHANGED];
+    *m = self.mod[exe];
+    m->path = recorded;
+    uint64_t addr = a_direct; /* the same base */
+
+    /* Under a sysroot; without it, not found. */
+    snprintf(sysroot, sizeof sysroot, "%s/sysroot", cwd);
+    snprintf(path, sizeof path, "%s%s", sysroot, recorded);
+    copy_file("/proc/self/exe", path);
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, NULL), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function == NULL);
+    mtl_symbolizer_close(s);
+    opt = (struct mtl_symbolizer_options){ .sysroot = sysroot };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(e[0].line, line_direct);
+    CHECK(strcmp(e[0].module, recorded) == 0); /* the path as recorded */
+    mtl_symbolizer_close(s);
+    /* A sysroot with a trailing slash is the same sysroot. */
+    strcat(sysroot, "/");
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    mtl_symbolizer_close(s);
+
+    /* With a sysroot that lacks a file, the recorded path itself, but only
+     * when its build id says it is the same file. */
+    snprintf(path, sizeof path, "%s/empty-sysroot", cwd);
+    CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
+    opt = (struct mtl_symbolizer_options){ .sysroot = path };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, exe, a_direct, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_NOINFO, a_direct, &e), 1);
+    CHECK(e[0].function == NULL);
+    mtl_symbolizer_close(s);
+
+    /* The binary gone, its "debug file" in a debug directory, by build id. */
+    snprintf(dbgdir, sizeof dbgdir, "%s/debug", cwd);
+    int k = snprintf(path, sizeof path, "%s/.build-id/%02x/", dbgdir, m->build_id[0]);
+    for (size_t i = 1; i < m->build_id_size; i++)
+        k += snprintf(path + k, sizeof path - k, "%02x", m->build_id[i]);
+    snprintf(path + k, sizeof path - k, ".debug");
+    copy_file("/proc/self/exe", path);
+    const char *dirs[] = { dbgdir };
+    opt = (struct mtl_symbolizer_options){ .debug_dirs = dirs, .ndebug_dirs = 1 };
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(e[0].line, line_direct);
+    struct seen w = { .n = 0 };
+    mtl_symbolizer_warnings(s, collect, &w);
+    CHECK_EQ(w.n, 0);
+    mtl_symbolizer_close(s);
+
+    /* debuginfod: asked when DEBUGINFOD_URLS is set (here a port where
+     * nothing listens), unless no_debuginfod.  Its client makes its cache
+     * directory when it is first asked. */
+    snprintf(cache, sizeof cache, "%s/debuginfod-cache.%d", cwd, (int)getpid());
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9", 1);
+    setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+    struct stat st;
+    for (int no = 1; no >= 0; no--) {
+        opt = (struct mtl_symbolizer_options){ .no_debuginfod = no };
+        CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, &opt), 0);
+        CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, addr, &e), 1);
+        CHECK(e[0].function == NULL);
+        mtl_symbolizer_close(s);
+        CHECK_EQ(stat(cache, &st) == 0, !no);
+    }
+    unsetenv("DEBUGINFOD_URLS");
+    unsetenv("DEBUGINFOD_CACHE_PATH");
 }
 
 int main(void)
@@ -280,13 +414,13 @@ int main(void)
     make_fakes(exe);
 
     int fds_before = open_fds();
-    struct mtl_symbols *s;
-    CHECK_EQ(mtl_symbols_open_modules(&s, get_module, NULL), 0);
-    const struct mtl_sym *e;
+    struct mtl_symbolizer *s;
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, NULL), 0);
+    const struct mtl_symbol *e;
     char buf[256];
 
     /* A plain call: this function, this file, the line of the call. */
-    int n = mtl_symbols_resolve(s, exe, a_direct, &e);
+    int n = mtl_symbolizer_resolve(s, exe, a_direct, &e);
     CHECK_EQ(n, 1);
     CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
     if (!ends_with(e[0].file, "/test_symbols.c"))
@@ -296,16 +430,16 @@ int main(void)
     CHECK_EQ(e[0].inlined, 0);
     CHECK(strcmp(e[0].module, self.mod[exe].path) == 0);
     CHECK_EQ(e[0].offset, a_direct - self.mod[exe].base);
-    CHECK(mtl_sym_name(&e[0], buf, sizeof buf) == e[0].function);
+    CHECK(mtl_symbol_name(&e[0], buf, sizeof buf) == e[0].function);
 
     /* Cached: the same entries again. */
-    const struct mtl_sym *again;
-    CHECK_EQ(mtl_symbols_resolve(s, exe, a_direct, &again), 1);
+    const struct mtl_symbol *again;
+    CHECK_EQ(mtl_symbolizer_resolve(s, exe, a_direct, &again), 1);
     CHECK(again == e);
 
     /* Inlining: the inlined function first, at its line, then its host at
      * the line of the inlined call. */
-    n = mtl_symbols_resolve(s, exe, a_inline, &e);
+    n = mtl_symbolizer_resolve(s, exe, a_inline, &e);
     CHECK_EQ(n, 2);
     CHECK(e[0].function && strcmp(e[0].function, "inlined_helper") == 0);
     CHECK_EQ(e[0].inlined, 1);
@@ -325,43 +459,43 @@ int main(void)
     CHECK(a_malloc != 0);
     uint32_t libc_mod = module_of(a_malloc);
     CHECK(libc_mod != UINT32_MAX && libc_mod != exe);
-    n = mtl_symbols_resolve(s, libc_mod, a_malloc + 1, &e);
+    n = mtl_symbolizer_resolve(s, libc_mod, a_malloc + 1, &e);
     CHECK(n >= 1);
     CHECK(e[n - 1].function && strstr(e[n - 1].function, "malloc"));
     CHECK(ends_with(e[n - 1].module, "libc.so.6"));
     dlclose(libc);
 
     /* No module, or a module index never defined: one unknown entry. */
-    n = mtl_symbols_resolve(s, UINT32_MAX, 0x1234, &e);
+    n = mtl_symbolizer_resolve(s, UINT32_MAX, 0x1234, &e);
     CHECK_EQ(n, 1);
     CHECK(e[0].function == NULL && e[0].file == NULL && e[0].line == 0);
     CHECK(strcmp(e[0].module, "") == 0);
     CHECK_EQ(e[0].offset, 0x1234);
-    CHECK(strcmp(mtl_sym_name(&e[0], buf, sizeof buf), "0x1234") == 0);
-    n = mtl_symbols_resolve(s, 5000, 0x1234, &e);
+    CHECK(strcmp(mtl_symbol_name(&e[0], buf, sizeof buf), "0x1234") == 0);
+    n = mtl_symbolizer_resolve(s, 5000, 0x1234, &e);
     CHECK_EQ(n, 1);
     CHECK(e[0].function == NULL && strcmp(e[0].module, "") == 0);
-    n = mtl_symbols_resolve(s, FAKE_HUGE, 0x5678, &e);
+    n = mtl_symbolizer_resolve(s, FAKE_HUGE, 0x5678, &e);
     CHECK_EQ(n, 1);
     CHECK(e[0].function == NULL);
-    CHECK(strcmp(mtl_sym_name(&e[0], buf, sizeof buf), "linux-vdso.so.1+0x4678") == 0);
+    CHECK(strcmp(mtl_symbol_name(&e[0], buf, sizeof buf), "linux-vdso.so.1+0x4678") == 0);
 
     /* Garbage addresses in a real module: unknown, shown as an offset. */
     const char *exe_base = strrchr(self.mod[exe].path, '/') + 1;
     uint64_t far = 0x7ffffff0ull;
-    n = mtl_symbols_resolve(s, exe, self.mod[exe].base + far, &e);
+    n = mtl_symbolizer_resolve(s, exe, self.mod[exe].base + far, &e);
     CHECK_EQ(n, 1);
     CHECK(e[0].function == NULL);
     char want[4200];
     snprintf(want, sizeof want, "%s+0x7ffffff0", exe_base);
-    CHECK(strcmp(mtl_sym_name(&e[0], buf, sizeof buf), want) == 0);
+    CHECK(strcmp(mtl_symbol_name(&e[0], buf, sizeof buf), want) == 0);
     char tiny[8];
-    CHECK(strlen(mtl_sym_name(&e[0], tiny, sizeof tiny)) == 7);
-    CHECK_EQ(mtl_symbols_resolve(s, exe, self.mod[exe].base, &e), 1);
+    CHECK(strlen(mtl_symbol_name(&e[0], tiny, sizeof tiny)) == 7);
+    CHECK_EQ(mtl_symbolizer_resolve(s, exe, self.mod[exe].base, &e), 1);
     CHECK(e[0].function == NULL);
-    CHECK_EQ(mtl_symbols_resolve(s, exe, 0, &e), 1);
+    CHECK_EQ(mtl_symbolizer_resolve(s, exe, 0, &e), 1);
     CHECK(e[0].function == NULL);
-    CHECK_EQ(mtl_symbols_resolve(s, exe, UINT64_MAX, &e), 1);
+    CHECK_EQ(mtl_symbolizer_resolve(s, exe, UINT64_MAX, &e), 1);
     CHECK(e[0].function == NULL);
 
     /* Modules that cannot be used: addresses, and one warning each. */
@@ -370,7 +504,7 @@ int main(void)
                                          FAKE_CHANGED_AGAIN };
     for (size_t i = 0; i < sizeof unusable / sizeof unusable[0]; i++) {
         const struct mtl_module *m = get_module(NULL, unusable[i]);
-        n = mtl_symbols_resolve(s, unusable[i], m->base + (a_direct - self.mod[exe].base), &e);
+        n = mtl_symbolizer_resolve(s, unusable[i], m->base + (a_direct - self.mod[exe].base), &e);
         CHECK_EQ(n, 1);
         CHECK(e[0].function == NULL);
         CHECK(e[0].file == NULL);
@@ -379,9 +513,9 @@ int main(void)
     }
     snprintf(want, sizeof want, "%s+0x%llx", exe_base,
              (unsigned long long)(a_direct - self.mod[exe].base));
-    CHECK(strcmp(mtl_sym_name(&e[0], buf, sizeof buf), want) == 0);
+    CHECK(strcmp(mtl_symbol_name(&e[0], buf, sizeof buf), want) == 0);
     struct seen w = { .n = 0 };
-    mtl_symbols_warnings(s, collect, &w);
+    mtl_symbolizer_warnings(s, collect, &w);
     for (int i = 0; i < w.n; i++)
         printf("warning: %s\n", w.msg[i]);
     CHECK_EQ(w.n, 5);
@@ -395,12 +529,12 @@ int main(void)
                   strstr(w.msg[i], ": not a usable ELF file") != NULL;
     CHECK_EQ(notelf, 1);
     w.n = 0;
-    mtl_symbols_warnings(s, collect, &w); /* nothing new */
+    mtl_symbolizer_warnings(s, collect, &w); /* nothing new */
     CHECK_EQ(w.n, 0);
 
     /* Without a build id or segments to check, the recorded path is
      * trusted. */
-    n = mtl_symbols_resolve(s, FAKE_NOINFO, a_direct, &e);
+    n = mtl_symbolizer_resolve(s, FAKE_NOINFO, a_direct, &e);
     CHECK_EQ(n, 1);
     CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
     CHECK_EQ(e[0].line, line_direct);
@@ -418,7 +552,7 @@ int main(void)
                 continue;
             for (uint64_t off = 0; off < mod->segments[k].memsz && resolved < 100000; off++) {
                 uint64_t a = mod->base + mod->segments[k].vaddr + off + 1;
-                n = mtl_symbols_resolve(s, scan[m], a, &e);
+                n = mtl_symbolizer_resolve(s, scan[m], a, &e);
                 CHECK(n >= 1);
                 for (int i = 0; i < n; i++)
                     CHECK_EQ(e[i].inlined, i < n - 1);
@@ -434,8 +568,10 @@ int main(void)
     CHECK(named > resolved / 2);
     CHECK(secs < 20); /* under the sanitizers; a few hundred ms without */
 
-    mtl_symbols_close(s);
+    mtl_symbolizer_close(s);
     CHECK_EQ(open_fds(), fds_before);
-    mtl_symbols_close(NULL);
+    mtl_symbolizer_close(NULL);
+
+    check_options(exe, a_direct);
     CHECKS_DONE();
 }
