@@ -6,7 +6,7 @@ set -e
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
       zstd valgrind sqlite3 python3 jq"
 if [ "${1:-}" = bench ]; then
-    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev"
+    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev git perl"
 fi
 missing=""
 for p in $pkgs; do
