@@ -112,6 +112,9 @@ bench_inputs || exit 1
 # analysed in MEMTALLY_INDEX_DIR (else $XDG_CACHE_HOME/memtally, else
 # ~/.cache/memtally); a run in an empty one is cold.
 IDX=$(pwd)/$A/index
+# Every memtally command of this script uses it, info included, so that
+# none writes into the user's cache.
+export MEMTALLY_INDEX_DIR="$IDX"
 
 # fresh_index: an empty index directory, for a cold run.
 fresh_index() {
@@ -181,7 +184,7 @@ run_job() {
     fi
     rm -f "$A/rss"
     t0=$(date +%s%N)
-    MEMTALLY_INDEX_DIR=$IDX "$@" >/dev/null 2>"$A/$w.$job.err"
+    "$@" >/dev/null 2>"$A/$w.$job.err"
     rc=$?
     t1=$(date +%s%N)
     if [ "$rc" = 124 ]; then
@@ -206,7 +209,7 @@ run_job() {
 json_run() {
     w=$1 o=$2
     shift 2
-    MEMTALLY_INDEX_DIR=$IDX timeout "$TIMEOUT" "$@" > "$o" 2> "$o.err"
+    timeout "$TIMEOUT" "$@" > "$o" 2> "$o.err"
     rc=$?
     if [ "$rc" = 124 ]; then
         echo "$w: '$*' did not finish within $TIMEOUT s" >> "$A/problems"
@@ -226,6 +229,7 @@ json_run() {
 # report and peak run again warm, and must print the same JSON.
 check_json() {
     w=$1 t=$A/mt.$1.mtly
+    fresh_index || exit 1
     "$MEMTALLY_BIN" info --json "$t" > "$A/$w.info.json" 2>/dev/null || return
     for c in report peak leaks temporary; do
         set -- "$MEMTALLY_BIN" "$c" --json
@@ -285,6 +289,7 @@ for w in $WORKLOADS; do
     analysis_workload "$w"
     # Record once with each tool.
     rm -f "$A/ht.$w".* "$A/mt.$w.mtly"
+    fresh_index || exit 1
     # $envs and $cmd are split on blanks on purpose.
     # shellcheck disable=SC2086
     if ! env $envs "$MEMTALLY_BIN" record -q -o "$A/mt.$w.mtly" -- $cmd <"$inp" >"$A/$w.rec-mt.out" 2>"$A/$w.rec-mt.err"; then
@@ -323,7 +328,7 @@ for w in $WORKLOADS; do
         fresh_index || exit 1
         job_cmd "$job" "$w"
         # shellcheck disable=SC2086
-        MEMTALLY_INDEX_DIR=$IDX timeout "$TIMEOUT" $jcmd > "$A/$w.$job.txt" 2>/dev/null
+        timeout "$TIMEOUT" $jcmd > "$A/$w.$job.txt" 2>/dev/null
     done
     if [ -n "$htf" ]; then
         # heaptrack_print's own totals, for the side-by-side sanity table.

@@ -85,6 +85,13 @@ command -v jq >/dev/null 2>&1 && have_jq=1
 
 mkdir -p "$B" "$OUT" || exit 1
 rm -f "$OUT"/*
+# memtally info counts each trace; should it keep an index of the trace (in
+# MEMTALLY_INDEX_DIR, else the user's cache), that goes here, not into the
+# user's cache, as the traces are deleted once counted.
+MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
+export MEMTALLY_INDEX_DIR
+rm -rf "$MEMTALLY_INDEX_DIR"
+mkdir -p "$MEMTALLY_INDEX_DIR" || exit 1
 
 bench_inputs || exit 1
 
