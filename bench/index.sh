@@ -85,6 +85,9 @@ T=$D/storm2-$OPS.mtly
 # environment). memtally keeps the index of each trace it analyses in
 # MEMTALLY_INDEX_DIR (else $XDG_CACHE_HOME/memtally, else ~/.cache/memtally).
 IDX=$(pwd)/$D/cache
+# Every memtally command of this script uses it, info included, so that
+# none writes into the user's cache.
+export MEMTALLY_INDEX_DIR="$IDX"
 W=$D/work            # this run's outputs and timings
 rm -rf "$W"
 mkdir -p "$W" || exit 1
@@ -93,6 +96,26 @@ mkdir -p "$W" || exit 1
 # fresh_index: an empty index directory.
 fresh_index() {
     rm -rf "$IDX" && mkdir -p "$IDX"
+}
+fresh_index || exit 1
+
+# Every query must find the index as the index build left it: one that
+# wrote into the directory (a cache of its results, say) could make a later
+# run of the same query look faster than a first one. snapshot_index keeps
+# a copy of the index as built, and its list of files; restore_index, before
+# each query (not timed), puts the copy back when a file was added, removed
+# or written since, and notes the command that ran last ($last) in
+# $W/restored.
+snapshot_index() {
+    rm -rf "$IDX.built" && cp -R "$IDX" "$IDX.built" &&
+        (cd "$IDX" && find . | sort) > "$W/index.files" && touch "$W/index.stamp"
+}
+restore_index() {
+    if [ -n "$(find "$IDX" -newer "$W/index.stamp" | head -n 1)" ] ||
+        ! (cd "$IDX" && find . | sort) | cmp -s - "$W/index.files"; then
+        rm -rf "$IDX" && cp -R "$IDX.built" "$IDX" && touch "$W/index.stamp" || exit 1
+        echo "$last" >> "$W/restored"
+    fi
 }
 
 # ---------------------------------------------------------------- trace
@@ -131,12 +154,12 @@ fi
 # ---------------------------------------------------------------- timing
 
 # timed TIMES OUT CMD...: runs CMD once under /usr/bin/time with stdout to
-# OUT and the index directory in the environment; appends "SECONDS KB" to
+# OUT; appends "SECONDS KB" to
 # the file TIMES, or "fail" / "hang" (and a line in $W/problems).
 timed() {
     tf=$1 o=$2
     shift 2
-    MEMTALLY_INDEX_DIR=$IDX "$TIME" -f '%e %M' -o "$W/time" timeout "$TIMEOUT" "$@" <"/dev/null" >"$o" 2>"$W/err"
+    "$TIME" -f '%e %M' -o "$W/time" timeout "$TIMEOUT" "$@" <"/dev/null" >"$o" 2>"$W/err"
     rc=$?
     if [ "$rc" = 0 ]; then
         tail -n 1 "$W/time" >> "$tf"
@@ -159,7 +182,7 @@ summary() {
         grep -m 1 -e '^fail' -e '^hang' "$1"
         return
     fi
-    sort -n "$1" | awk '{ t[NR] = $1 } END { printf "%s ", NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
+    sort -n "$1" | awk '{ t[NR] = $1 } END { printf "%.3f ", NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }'
     sort -n -k 2 "$1" | awk '{ m[NR] = $2 } END { printf "%.1f\n", (NR % 2 ? m[(NR + 1) / 2] : (m[NR / 2] + m[NR / 2 + 1]) / 2) / 1024 }'
 }
 
@@ -191,6 +214,8 @@ done
 BUILD=$(summary "$W/build.t")
 IDX_KB=$(du -sk "$IDX" | awk '{ print $1 }')
 IDX_FILES=$(find "$IDX" -type f | wc -l)
+snapshot_index || exit 1
+: > "$W/restored"
 
 # ---------------------------------------------------------------- filters
 
@@ -202,15 +227,16 @@ IDX_FILES=$(find "$IDX" -type f | wc -l)
 # (a plain C name, so that the pattern matches it alone); the thread that
 # allocated most. The queries that pick them are not timed.
 us() { echo "$(( DUR * $1 / 100 ))us"; }
-SIZE_MAX=$(MEMTALLY_INDEX_DIR=$IDX "$MEMTALLY_BIN" histogram --json "$T" |
+last="the queries picking the filter values"
+SIZE_MAX=$("$MEMTALLY_BIN" histogram --json "$T" |
     jq -r '.calls as $n | reduce .buckets[] as $b ({c: 0, m: null};
         .c += $b.calls | if .m == null and .c * 2 >= $n then .m = $b.max else . end) | .m')
 LIFE=$(( DUR * 1000 / EVENTS ))
 [ "$LIFE" -gt 0 ] || LIFE=1
-INSIDE=$(MEMTALLY_INDEX_DIR=$IDX "$MEMTALLY_BIN" report --total --inclusive --json "$T" |
+INSIDE=$("$MEMTALLY_BIN" report --total --inclusive --json "$T" |
     jq -r '.total.calls as $n | [.total.rows[] | select(.function | test("^[A-Za-z_][A-Za-z0-9_]*$"))
         | {f: .function, d: ((.calls / $n - 0.5) | fabs)}] | sort_by(.d) | .[0].f // empty')
-TID=$(MEMTALLY_INDEX_DIR=$IDX "$MEMTALLY_BIN" report --json "$T" |
+TID=$("$MEMTALLY_BIN" report --json "$T" |
     jq -r '[.threads[]] | sort_by(-.calls) | .[0].tid // empty')
 if [ -z "$SIZE_MAX" ] || [ -z "$INSIDE" ] || [ -z "$TID" ]; then
     echo "index: cannot pick the filter values (size '$SIZE_MAX', function '$INSIDE', thread '$TID')" >&2
@@ -242,9 +268,11 @@ while IFS='|' read -r name args; do
     case $name in
     timeline | tree) echo "$name - -" >> "$W/selects"; continue ;;
     esac
+    restore_index
+    last="$name (first pass)"
     # $args is split on blanks on purpose.
     # shellcheck disable=SC2086
-    if MEMTALLY_INDEX_DIR=$IDX timeout "$TIMEOUT" "$MEMTALLY_BIN" $args --json "$T" > "$W/$name.json" 2>"$W/$name.err" &&
+    if timeout "$TIMEOUT" "$MEMTALLY_BIN" $args --json "$T" > "$W/$name.json" 2>"$W/$name.err" &&
         calls=$(jq -r '.total.calls' "$W/$name.json" 2>/dev/null) && [ -n "$calls" ] && [ "$calls" != null ]; then
         echo "$name $calls $(awk -v c="$calls" -v n="$ALLOCS" 'BEGIN {
             p = 100 * c / n; printf (p > 0 && p < 1 ? "%.3f%%" : "%.1f%%"), p }')" >> "$W/selects"
@@ -258,11 +286,15 @@ i=1
 while [ "$i" -le "$reps" ]; do
     echo "index: round $i of $reps" >&2
     while IFS='|' read -r name args; do
+        restore_index
+        last=$name
         # shellcheck disable=SC2086
         timed "$W/$name.t" /dev/null "$MEMTALLY_BIN" $args "$T"
     done < "$W/rows"
     i=$((i + 1))
 done
+restore_index
+rm -rf "$IDX.built"
 
 # ---------------------------------------------------------------- report
 
@@ -302,6 +334,10 @@ done < "$W/rows"
 echo
 echo "Commands (TRACE last; MEMTALLY_INDEX_DIR=$IDX, holding the index built above):"
 sed 's/^\([^|]*\)|/  \1: memtally /' "$W/rows"
+if [ -s "$W/restored" ]; then
+    echo "note: these wrote into the index directory after it was built; it was put back as built"
+    echo "  after each ($(wc -l < "$W/restored") time(s), not timed): $(sort -u "$W/restored" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $0 }')"
+fi
 echo "calls = allocations that pass the filter (total calls of report --json); selects = their"
 echo "share of all allocations."
 echo "wall s = median wall-clock seconds, MiB = median max RSS. ok: under 1 s, SLOW: not."
