@@ -3,7 +3,7 @@
 # events), how long memtally takes to build the trace's index, and then how
 # long `report --total` takes with each analysis filter (docs/ANALYSIS.md,
 # "Filters"), `timeline` and a top-down `tree`, once the index exists.
-# Target (docs/PERFORMANCE.md): every one of these under 1 s.
+# Target: every one of these under 1 s.
 # See bench/README.md.
 #
 #   sh bench/index.sh [-r N] [-q] [-f]
