@@ -2,11 +2,15 @@
 # The analysis benchmark: memtally's analysis commands against heaptrack_print
 # on traces of the same workloads, wall-clock time and peak memory (max RSS)
 # of each, and how both grow when a trace has ten times as many events.
+# memtally's commands run cold (no index of the trace yet: each run gets a
+# fresh, empty MEMTALLY_INDEX_DIR) and, for report and peak, warm as well
+# (run again with the index directory the cold run left).
 # See bench/README.md.
 #
 #   sh bench/analyze.sh [-r N] [-w NAME] [-q] [-k]
 #     -r N     repetitions per command and workload (default 3; the median is shown)
-#     -w NAME  run only this workload (storm storm10x sqlite python cc1)
+#     -w NAME  run only this workload (storm storm10x sqlite python cc1 bintree
+#              perl gitlog)
 #     -q       quick smoke test: 1 repetition, small sizes
 #     -k       keep the traces in build/bench/analyze/
 #
@@ -17,7 +21,7 @@
 set -u
 
 usage() {
-    sed -n '7,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '10,15p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 reps=3
@@ -40,7 +44,7 @@ case $reps in
 esac
 [ "$quick" = 1 ] && [ "$reps_set" = 0 ] && reps=1
 
-ALL="storm storm10x sqlite python cc1"
+ALL="storm storm10x sqlite python cc1 bintree perl gitlog"
 if [ -n "$only" ]; then
     case " $ALL " in
     *" $only "*) ;;
@@ -68,8 +72,10 @@ TIME=/usr/bin/time
 # that (storm10x), one thread; the workloads of run.sh otherwise.
 if [ "$quick" = 1 ]; then
     STORM_N=50000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
+    BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
 else
     STORM_N=200000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
+    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
 fi
 
 # The tools.
@@ -97,9 +103,23 @@ fi
 
 # ---------------------------------------------------------------- inputs
 
+rm -rf "$A"
 mkdir -p "$B" "$A" || exit 1
-rm -f "$A"/*
 bench_inputs || exit 1
+
+# The index directory of memtally's runs (absolute: the commands get it
+# through the environment). memtally keeps an index of each trace it has
+# analysed in MEMTALLY_INDEX_DIR (else $XDG_CACHE_HOME/memtally, else
+# ~/.cache/memtally); a run in an empty one is cold.
+IDX=$(pwd)/$A/index
+# Every memtally command of this script uses it, info included, so that
+# none writes into the user's cache.
+export MEMTALLY_INDEX_DIR="$IDX"
+
+# fresh_index: an empty index directory, for a cold run.
+fresh_index() {
+    rm -rf "$IDX" && mkdir -p "$IDX"
+}
 
 # Sets cmd, envs and inp (see workload in bench/common.inc) for workload $1.
 analysis_workload() {
@@ -117,21 +137,26 @@ describe() {
     sqlite)   echo "sqlite3 :memory:, $SQL_ROWS inserts in a transaction, 2 indexes, 5 queries" ;;
     python)   echo "/usr/bin/python3 bench/workloads/pyalloc.py $PY_ROUNDS, PYTHONMALLOC=malloc" ;;
     cc1)      echo "cc1 -O2 of a generated $C_FUNCS-function C file, preprocessed" ;;
+    bintree)  echo "binary trees of depth $BT_DEPTH, children made by two recursive functions" ;;
+    perl)     echo "/usr/bin/perl bench/workloads/perlchurn.pl $PERL_ROUNDS (hashes and strings)" ;;
+    gitlog)   echo "git log -p on a generated repository of $GIT_COMMITS commits, to /dev/null" ;;
     esac
 }
 
 # The commands timed: heaptrack_print with its default report (the lists of
 # most calls, peak consumers and most temporary allocations, and totals),
-# and memtally's report --total, peak, leaks and temporary.
-JOBS="htprint report peak leaks temporary"
-[ "$have_ht" = 1 ] || JOBS="report peak leaks temporary"
+# and memtally's report --total, peak, leaks and temporary, each cold;
+# reportw and peakw are report and peak again, warm: each runs right after
+# its cold run, in the index directory that one left.
+JOBS="htprint report reportw peak peakw leaks temporary"
+[ "$have_ht" = 1 ] || JOBS="report reportw peak peakw leaks temporary"
 
 # Sets the positional parameters to job $1's command line on workload $2.
 job_cmd() {
     case $1 in
     htprint)   set -- "$HEAPTRACK_PRINT" -f "$htf" ;;
-    report)    set -- "$MEMTALLY_BIN" report --total "$A/mt.$2.mtly" ;;
-    peak)      set -- "$MEMTALLY_BIN" peak "$A/mt.$2.mtly" ;;
+    report | reportw) set -- "$MEMTALLY_BIN" report --total "$A/mt.$2.mtly" ;;
+    peak | peakw)     set -- "$MEMTALLY_BIN" peak "$A/mt.$2.mtly" ;;
     leaks)     set -- "$MEMTALLY_BIN" leaks "$A/mt.$2.mtly" ;;
     temporary) set -- "$MEMTALLY_BIN" temporary "$A/mt.$2.mtly" ;;
     esac
@@ -141,9 +166,14 @@ job_cmd() {
 # run_job JOB WORKLOAD: one timed run, stdout to /dev/null; appends
 # "WORKLOAD JOB MICROSECONDS KB CPU" to $A/times (wall-clock, max RSS, user +
 # system CPU microseconds; - - without /usr/bin/time), or "WORKLOAD JOB
-# fail|hang" and a line in $A/problems.
+# fail|hang" and a line in $A/problems. A cold job starts with an empty
+# index directory (not timed); a warm one (reportw, peakw) keeps it.
 run_job() {
     job=$1 w=$2
+    case $job in
+    reportw | peakw) ;;
+    *) fresh_index || exit 1 ;;
+    esac
     job_cmd "$job" "$w"
     # shellcheck disable=SC2086
     set -- $jcmd
@@ -173,24 +203,46 @@ run_job() {
     echo "$w $job $(( (t1 - t0) / 1000 )) $rss" >> "$A/times"
 }
 
+# json_run WORKLOAD OUT CMD...: runs CMD (in the current index directory)
+# with stdout to OUT; a failure, a hang or output that is not a JSON object
+# is a line in $A/problems. Returns non-zero then.
+json_run() {
+    w=$1 o=$2
+    shift 2
+    timeout "$TIMEOUT" "$@" > "$o" 2> "$o.err"
+    rc=$?
+    if [ "$rc" = 124 ]; then
+        echo "$w: '$*' did not finish within $TIMEOUT s" >> "$A/problems"
+    elif [ "$rc" != 0 ]; then
+        echo "$w: '$*' exited with status $rc: $(head -c 300 "$o.err" | tr '\n' ' ')" >> "$A/problems"
+    elif ! jq -e 'type == "object"' "$o" >/dev/null 2>&1; then
+        echo "$w: '$*' printed something that is not a JSON object" >> "$A/problems"
+    else
+        return 0
+    fi
+    return 1
+}
+
 # Cross-checks of memtally's output on workload $1 against the totals of
 # `memtally info --json` (which reads the same trace without the analysis
-# code): any difference is a line in $A/problems.
+# code): any difference is a line in $A/problems. Each command runs cold;
+# report and peak run again warm, and must print the same JSON.
 check_json() {
     w=$1 t=$A/mt.$1.mtly
+    fresh_index || exit 1
     "$MEMTALLY_BIN" info --json "$t" > "$A/$w.info.json" 2>/dev/null || return
     for c in report peak leaks temporary; do
         set -- "$MEMTALLY_BIN" "$c" --json
         [ "$c" = report ] && set -- "$@" --total
-        timeout "$TIMEOUT" "$@" "$t" > "$A/$w.$c.json" 2> "$A/$w.$c.json.err"
-        rc=$?
-        if [ "$rc" = 124 ]; then
-            echo "$w: '$* $t' did not finish within $TIMEOUT s" >> "$A/problems"
-        elif [ "$rc" != 0 ]; then
-            echo "$w: '$* $t' exited with status $rc: $(head -c 300 "$A/$w.$c.json.err" | tr '\n' ' ')" >> "$A/problems"
-        elif ! jq -e 'type == "object"' "$A/$w.$c.json" >/dev/null 2>&1; then
-            echo "$w: '$* $t' printed something that is not a JSON object" >> "$A/problems"
-        fi
+        fresh_index || exit 1
+        json_run "$w" "$A/$w.$c.json" "$@" "$t" || continue
+        case $c in
+        report | peak)
+            json_run "$w" "$A/$w.$c.warm.json" "$@" "$t" &&
+                ! cmp -s "$A/$w.$c.json" "$A/$w.$c.warm.json" &&
+                echo "$w: '$* $t' printed other JSON warm (with the index of a first run) than cold (see $A/$w.$c.json, $A/$w.$c.warm.json)" >> "$A/problems"
+            ;;
+        esac
     done
     # Each test prints "OK" or "WHAT: expected E, got G".
     jq -n -r --arg w "$w" --arg t "$t" --arg mt "$MEMTALLY_BIN" \
@@ -237,6 +289,7 @@ for w in $WORKLOADS; do
     analysis_workload "$w"
     # Record once with each tool.
     rm -f "$A/ht.$w".* "$A/mt.$w.mtly"
+    fresh_index || exit 1
     # $envs and $cmd are split on blanks on purpose.
     # shellcheck disable=SC2086
     if ! env $envs "$MEMTALLY_BIN" record -q -o "$A/mt.$w.mtly" -- $cmd <"$inp" >"$A/$w.rec-mt.out" 2>"$A/$w.rec-mt.err"; then
@@ -271,6 +324,8 @@ for w in $WORKLOADS; do
     [ "$have_jq" = 1 ] && check_json "$w"
     for job in $JOBS; do
         [ "$job" = htprint ] && [ -z "$htf" ] && continue
+        case $job in reportw | peakw) continue ;; esac
+        fresh_index || exit 1
         job_cmd "$job" "$w"
         # shellcheck disable=SC2086
         timeout "$TIMEOUT" $jcmd > "$A/$w.$job.txt" 2>/dev/null
@@ -292,6 +347,7 @@ for w in $WORKLOADS; do
         i=$((i + 1))
     done
     [ "$keep" = 1 ] || rm -f "$A/ht.$w".* "$A/mt.$w.mtly"
+    rm -rf "$IDX"
 done
 
 # ---------------------------------------------------------------- report
@@ -364,25 +420,33 @@ FILENAME == facts { k = $1; fk = $2; $1 = ""; $2 = ""; sub(/^  /, ""); fact[k, f
 END {
     nw = split(workloads, W, " ")
     RPL = "report peak leaks"
-    printf "%-9s %9s %10s %9s %9s %7s %11s %10s %7s %7s %9s\n", "workload", "events",
-        "ht_print s", "report s", "ht/report", "(cpu)", "rep+pk+lk s", "ht/(r+p+l)", "ht MiB", "rep MiB", "r+p+l MiB"
+    # The headline: heaptrack_print against a cold report --total.
+    printf "%-9s %9s %8s %10s %9s %9s %7s %7s %8s %8s %8s\n", "workload", "events", "stacks",
+        "ht_print s", "report s", "ht/report", "(cpu)", "ht MiB", "rep MiB", "warm s", "warm MiB"
     for (i = 1; i <= nw; i++) {
         w = W[i]
         h = T(w, "htprint"); if ((w, "htprint") in bad) h = -1
         r = T(w, "report");  if ((w, "report") in bad) r = -1
-        s = tsum(w, RPL)
-        printf "%-9s %9s %10s %9s %9s %7s %11s %10s %7s %7s %9s\n", w, f(w, "events"),
-            secs(w, "htprint"), secs(w, "report"), ratio(h, r), ratio(C(w, "htprint"), C(w, "report")), fs(s), ratio(h, s),
-            mib(w, "htprint"), mib(w, "report"), fm(rmax(w, RPL))
+        printf "%-9s %9s %8s %10s %9s %9s %7s %7s %8s %8s %8s\n", w, f(w, "events"), f(w, "stacks"),
+            secs(w, "htprint"), secs(w, "report"), ratio(h, r), ratio(C(w, "htprint"), C(w, "report")),
+            mib(w, "htprint"), mib(w, "report"), secs(w, "reportw"), mib(w, "reportw")
     }
-    printf "\n%-9s %9s %9s %9s %11s %11s %9s %9s %9s\n", "workload", "peak s", "leaks s", "temp s",
-        "rep+pk+tmp", "ht/(r+p+t)", "peak MiB", "leaks MiB", "temp MiB"
+    printf "\n%-9s %8s %9s %8s %8s %11s %10s %10s %10s\n", "workload", "peak s", "pk warm s",
+        "leaks s", "temp s", "rep+pk+lk s", "ht/(r+p+l)", "rep+pk+tmp", "ht/(r+p+t)"
     for (i = 1; i <= nw; i++) {
         w = W[i]
         h = T(w, "htprint"); if ((w, "htprint") in bad) h = -1
-        s = tsum(w, "report peak temporary")
-        printf "%-9s %9s %9s %9s %11s %11s %9s %9s %9s\n", w, secs(w, "peak"), secs(w, "leaks"),
-            secs(w, "temporary"), fs(s), ratio(h, s), mib(w, "peak"), mib(w, "leaks"), mib(w, "temporary")
+        s = tsum(w, RPL)
+        t = tsum(w, "report peak temporary")
+        printf "%-9s %8s %9s %8s %8s %11s %10s %10s %10s\n", w, secs(w, "peak"), secs(w, "peakw"),
+            secs(w, "leaks"), secs(w, "temporary"), fs(s), ratio(h, s), fs(t), ratio(h, t)
+    }
+    printf "\n%-9s %9s %11s %9s %9s %9s\n", "workload", "peak MiB", "pk warm MiB", "leaks MiB",
+        "temp MiB", "r+p+l MiB"
+    for (i = 1; i <= nw; i++) {
+        w = W[i]
+        printf "%-9s %9s %11s %9s %9s %9s\n", w, mib(w, "peak"), mib(w, "peakw"), mib(w, "leaks"),
+            mib(w, "temporary"), fm(rmax(w, RPL))
     }
     printf "\n%-9s %9s %9s %9s %11s %11s %11s %9s %9s\n", "workload", "ht events", "mt events",
         "ht calls", "mt calls", "ht peak", "mt peak B", "ht leaked", "mt leak B"
@@ -410,13 +474,16 @@ END {
 }' "$A/facts" "$A/times"
 echo
 echo "ht = heaptrack_print -f TRACE.zst (its default report); report = memtally report --total;"
-echo "peak, leaks, temp(orary) = memtally COMMAND TRACE; stdout to /dev/null. ht/report: the"
-echo "headline ratio, heaptrack_print's time over report --total's ((cpu): the same with user +"
-echo "system CPU time, steadier on a busy machine); ht/(r+p+l) and ht/(r+p+t):"
-echo "over the sum of report, peak and leaks (or temporary, like heaptrack_print's three lists)."
-echo "MiB = max RSS (/usr/bin/time %M); r+p+l MiB = the largest of the three. events = allocations"
-echo "+ frees (mt: info --json; ht: +/- lines of its trace); calls, peak, leaked: each tool's own"
-echo "totals (heaptrack_print's summary lines, memtally info --json)."
+echo "peak, leaks, temp(orary) = memtally COMMAND TRACE; stdout to /dev/null. memtally runs cold"
+echo "(a fresh, empty MEMTALLY_INDEX_DIR: no index of the trace yet); warm s, pk warm s: the same"
+echo "command run again right after, with the index directory the cold run left. ht/report: the"
+echo "headline ratio, heaptrack_print's time over cold report --total's (target: 5 or more;"
+echo "(cpu): the same with user + system CPU time, steadier on a busy machine); ht/(r+p+l) and"
+echo "ht/(r+p+t): over the sum of cold report, peak and leaks (or temporary, like heaptrack_print's"
+echo "three lists). stacks = unique stacks of memtally's trace. MiB = max RSS (/usr/bin/time %M);"
+echo "r+p+l MiB = the largest of the three. events = allocations + frees (mt: info --json; ht: +/-"
+echo "lines of its trace); calls, peak, leaked: each tool's own totals (heaptrack_print's summary"
+echo "lines, memtally info --json)."
 if [ -s "$A/problems" ]; then
     echo
     echo "PROBLEMS:"

@@ -6,7 +6,8 @@
 #
 #   sh bench/run.sh [-r N] [-w NAME] [-q]
 #     -r N     repetitions per tool and workload (default 5; the median is shown)
-#     -w NAME  run only this workload (true storm1 storm2 sqlite python gcc cc1)
+#     -w NAME  run only this workload (true storm1 storm2 sqlite python gcc cc1
+#              bintree perl gitlog)
 #     -q       quick smoke test: 1 repetition, small sizes
 #
 # Environment: CC (compiler for the workloads, default cc), MEMTALLY_BIN (the
@@ -14,7 +15,7 @@
 set -u
 
 usage() {
-    sed -n '7,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '7,11p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 reps=5
@@ -35,7 +36,7 @@ case $reps in
 esac
 [ "$quick" = 1 ] && [ "$reps_set" = 0 ] && reps=1
 
-ALL="true storm1 storm2 sqlite python gcc cc1"
+ALL="true storm1 storm2 sqlite python gcc cc1 bintree perl gitlog"
 if [ -n "$only" ]; then
     case " $ALL " in
     *" $only "*) ;;
@@ -58,8 +59,10 @@ HEAPTRACK=${HEAPTRACK:-heaptrack}
 # Workload sizes: default and quick.
 if [ "$quick" = 1 ]; then
     STORM_OPS=100000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
+    BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
 else
     STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
+    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
 fi
 
 # Which tools are there.
@@ -82,6 +85,13 @@ command -v jq >/dev/null 2>&1 && have_jq=1
 
 mkdir -p "$B" "$OUT" || exit 1
 rm -f "$OUT"/*
+# memtally info counts each trace; should it keep an index of the trace (in
+# MEMTALLY_INDEX_DIR, else the user's cache), that goes here, not into the
+# user's cache, as the traces are deleted once counted.
+MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
+export MEMTALLY_INDEX_DIR
+rm -rf "$MEMTALLY_INDEX_DIR"
+mkdir -p "$MEMTALLY_INDEX_DIR" || exit 1
 
 bench_inputs || exit 1
 
@@ -96,6 +106,9 @@ describe() {
     python) echo "/usr/bin/python3 bench/workloads/pyalloc.py $PY_ROUNDS, PYTHONMALLOC=malloc" ;;
     gcc)    echo "gcc -O2 -c of a generated $C_FUNCS-function C file (driver only traced)" ;;
     cc1)    echo "cc1 -O2 run directly on that file, preprocessed" ;;
+    bintree) echo "binary trees of depth $BT_DEPTH, children made by two recursive functions" ;;
+    perl)   echo "/usr/bin/perl bench/workloads/perlchurn.pl $PERL_ROUNDS (hashes and strings)" ;;
+    gitlog) echo "git log -p on a generated repository of $GIT_COMMITS commits, to /dev/null" ;;
     esac
 }
 

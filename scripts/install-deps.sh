@@ -13,7 +13,7 @@ pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
       libdebuginfod-dev liblzma-dev libbz2-dev binutils xz-utils dwz debuginfod
       zstd valgrind sqlite3 python3 jq"
 if [ "${1:-}" = bench ]; then
-    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev"
+    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev git perl"
 fi
 missing=""
 for p in $pkgs; do
