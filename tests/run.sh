@@ -22,7 +22,9 @@ run_one() { # name command...
     log="$logdir/$(echo "$name" | tr '/' '_').log"
     work=$(mktemp -d /tmp/memtally-test.XXXXXX)
     start=$(date +%s)
-    (cd "$work" && TEST_TMP="$work" timeout -k 5 "$limit" "$@") >"$log" 2>&1
+    # Each test keeps the indexes of its traces in its own directory.
+    (cd "$work" && TEST_TMP="$work" MEMTALLY_INDEX_DIR="$work/.index" \
+        timeout -k 5 "$limit" "$@") >"$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
     rm -rf "$work"

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/index.h"
+#include "analyze/index_scan.h"
 #include "analyze/ptrmap.h"
 #include "analyze/view.h"
 #include "common/arena.h"
@@ -33,6 +35,9 @@ struct mtl_engine {
     int r_fresh;                   /* r has not read any event yet */
     int r_complete;                /* r read the trace to its end */
     struct mtl_defs defs;
+
+    struct mtl_index *ix;          /* the trace's index, once there is one */
+    int ix_failed;                 /* building it failed: stream instead */
 
     struct mtl_symbolizer *syms;
     struct mtl_view *view;
@@ -61,12 +66,73 @@ static int reopen(void *arg, struct mtl_reader **out)
 static const struct mtl_module *module_of(void *arg, uint32_t index)
 {
     struct mtl_engine *e = arg;
-    return mtl_reader_module(e->r, index);
+    return mtl_defs_module(&e->defs, index);
 }
 
 static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_symbol **out)
 {
     return mtl_symbolizer_resolve(arg, module, addr, out);
+}
+
+/* An index is kept for a whole trace on a descriptor: not for one in
+ * memory (it is read fast enough as it is) nor one still growing. */
+static int can_index(const struct mtl_engine *e)
+{
+    return e->opt.index == MTL_INDEX_AUTO && !e->src.growing &&
+           e->src.kind != MTL_SOURCE_MEMORY && e->fd >= 0 && !e->ix_failed;
+}
+
+/* From now on the definitions are the index's: the same ids, so the
+ * view's memos stay good. */
+static void use_index(struct mtl_engine *e)
+{
+    mtl_index_defs(e->ix, &e->defs);
+    e->r_complete = 1;
+    const struct mtl_ix_summary *sum = mtl_index_summary(e->ix);
+    e->blocks = sum->trace_blocks;
+    e->truncated = sum->truncated;
+}
+
+static void build_progress(void *arg, double done)
+{
+    struct mtl_engine *e = arg;
+    e->opt.progress(e->opt.arg, "indexing the trace", done);
+}
+
+/* Builds the trace's index.  0, or a negative code (MTL_ECORRUPT: the
+ * trace is damaged, as a scan would have found). */
+static int build_index(struct mtl_engine *e)
+{
+    struct mtl_reader *r;
+    int rc = open_reader(e, &r);
+    if (rc < 0)
+        return rc;
+    rc = mtl_index_build(&e->ix, r, e->fd, e->opt.index_dir,
+                         e->opt.progress ? build_progress : NULL, e);
+    if (e->opt.progress)
+        e->opt.progress(e->opt.arg, "indexing the trace", 1);
+    e->blocks = mtl_reader_blocks(r);
+    e->truncated = mtl_reader_info(r)->truncated;
+    mtl_reader_close(r);
+    if (rc == 0)
+        use_index(e);
+    else if (rc != MTL_ECORRUPT)
+        e->ix_failed = 1; /* out of memory, say: the stream still works */
+    return rc;
+}
+
+int mtl_engine_index(struct mtl_engine *e, const char **path, uint64_t *size)
+{
+    if (!e->ix) {
+        if (!can_index(e))
+            return MTL_EINVAL;
+        int rc = build_index(e);
+        if (rc < 0)
+            return rc;
+    }
+    *path = mtl_index_path(e->ix);
+    *size = mtl_index_size(e->ix);
+    return 0;
 }
 
 int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
@@ -105,6 +171,8 @@ int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
         mtl_reader_follow(e->r, 1);
     e->r_fresh = 1;
     mtl__reader_defs(e->r, &e->defs);
+    if (can_index(e) && mtl_index_load(&e->ix, e->fd, e->opt.index_dir) == 0)
+        use_index(e);
     *out = e;
     return 0;
 }
@@ -129,6 +197,7 @@ void mtl_engine_close(struct mtl_engine *e)
     mtl_view_close(e->view);
     mtl_symbolizer_close(e->syms);
     mtl_reader_close(e->r);
+    mtl_index_close(e->ix);
     mtl_ptrmap_release(&e->follow_live);
     if (e->src.kind == MTL_SOURCE_PATH && e->fd >= 0)
         close(e->fd);
@@ -201,6 +270,22 @@ static int pass_event(void *arg, const struct mtl_event *ev, const struct mtl_bl
     return p->inner->event(p->arg, ev, b, passes);
 }
 
+/* Whether a scan should be answered by the index: when there is one, and
+ * when building one costs less than what the scan does without it (a scan
+ * that follows frees matches every address, as building does, and twice
+ * when its filters need two passes).  A scan of what is known at
+ * allocation reads the trace once without addresses: faster than a build. */
+static int wants_index(struct mtl_engine *e, const struct mtl_filter *f,
+                       const struct mtl_scan_ops *ops)
+{
+    if (ops->raw)
+        return 0;
+    if (e->ix)
+        return 1;
+    int cheap = ops->alloc_only && !ops->event && mtl_filter_decidable_at_alloc(f);
+    return !cheap && can_index(e);
+}
+
 int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
                     const struct mtl_scan_ops *ops, void *arg,
                     struct mtl_scan_result *res)
@@ -210,6 +295,12 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
         return MTL_ENOMEM;
     struct mtl_reader *r = NULL;
     int rc = 0;
+    if (wants_index(e, f, ops)) {
+        if (!e->ix && (rc = build_index(e)) < 0 && rc != MTL_ENOMEM)
+            return rc;
+        if (e->ix)
+            return mtl__index_scan(e->ix, &e->defs, v, f, ops, arg, res);
+    }
     if (e->r_fresh) {
         r = e->r;
         e->r_fresh = 0;
@@ -322,7 +413,7 @@ int mtl_engine_follow(struct mtl_engine *e, const struct mtl_filter *f,
 
 int mtl_engine_estimated(const struct mtl_engine *e, uint64_t *sample_rate)
 {
-    const struct mtl_trace_info *in = mtl_reader_info(e->r);
+    const struct mtl_trace_info *in = &e->defs.info;
     if (sample_rate)
         *sample_rate = in->sample_rate;
     return in->mode == MTL_MODE_SAMPLED;
@@ -341,4 +432,39 @@ int mtl_engine_truncated(const struct mtl_engine *e)
 const char *mtl_engine_name(const struct mtl_engine *e)
 {
     return e->src.path;
+}
+
+struct seq_filter {
+    uint64_t seq;
+    int (*block)(void *arg, const struct mtl_block *b);
+    void *arg;
+};
+
+static int live_at_seq(void *arg, const struct mtl_block *b)
+{
+    struct seq_filter *q = arg;
+    if (b->alloc_seq > q->seq || b->free_seq <= q->seq)
+        return 0;
+    return q->block(q->arg, b);
+}
+
+int mtl_engine_live_after(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
+                          int (*block)(void *arg, const struct mtl_block *b), void *arg)
+{
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    if (e->ix)
+        return mtl__index_live_after(e->ix, &e->defs, v, f, seq, block, arg);
+    struct seq_filter q = { seq, block, arg };
+    struct mtl_scan_ops ops = { .block = live_at_seq };
+    return mtl_engine_scan(e, f, &ops, &q, NULL);
+}
+
+int mtl_engine_totals(struct mtl_engine *e, struct mtl_totals *t)
+{
+    if (!e->ix)
+        return MTL_ENOENT;
+    *t = mtl_index_summary(e->ix)->totals;
+    return 0;
 }

@@ -76,12 +76,28 @@ const struct mtl_defs *mtl_engine_defs(struct mtl_engine *e);
  * first need, and again when the options change.  NULL on out of memory. */
 struct mtl_view *mtl_engine_view(struct mtl_engine *e, const struct mtl_filter *f);
 
-/* Runs a scan (scan.h) of the blocks that pass f.  Returns 0, or a
+/* Runs a scan (scan.h) of the blocks that pass f: from the trace's index
+ * when it has one, or when building it costs less than the scan would
+ * without (see mtl_engine_index); else by reading the trace.  Returns 0, or a
  * negative code: MTL_ECORRUPT (what came before was reported; see
  * mtl_engine_blocks), MTL_ENOMEM, MTL_ESTOPPED when a callback stopped it. */
 int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
                     const struct mtl_scan_ops *ops, void *arg,
                     struct mtl_scan_result *res);
+
+/* The blocks that pass f and are live right after the event numbered seq
+ * (an allocation's alloc_seq, as a scan gives it). */
+int mtl_engine_live_after(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
+                          int (*block)(void *arg, const struct mtl_block *b), void *arg);
+
+/* The trace's index, built now if it has none: its file ("" when it could
+ * not be saved and lives in memory) and size.  MTL_EINVAL for a source
+ * that is not indexed (memory, a growing trace, MTL_INDEX_OFF). */
+int mtl_engine_index(struct mtl_engine *e, const char **path, uint64_t *size);
+
+struct mtl_totals;
+/* The totals of the whole trace from its index; MTL_ENOENT without one. */
+int mtl_engine_totals(struct mtl_engine *e, struct mtl_totals *t);
 
 /* A growing trace: reads what was written since the last call, passing
  * its new blocks (at their allocation, those that pass f's conditions at

@@ -39,8 +39,6 @@ static int on_event(void *arg, const struct mtl_event *ev, const struct mtl_bloc
 static int on_block(void *arg, const struct mtl_block *b)
 {
     struct peak_scan *p = arg;
-    if (b->alloc_seq > p->peak_seq || b->free_seq <= p->peak_seq)
-        return 0;
     return mtl_stackagg_add(&p->agg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
 }
 
@@ -48,10 +46,10 @@ int mtl__peak_stacks(struct mtl_engine *e, const struct mtl_filter *f,
                      struct mtl_stackagg *agg, double *peak, uint64_t *peak_us, int *found)
 {
     struct peak_scan p = { .agg = MTL_STACKAGG_INIT(0) };
-    struct mtl_scan_ops first = { .event = on_event }, second = { .block = on_block };
+    struct mtl_scan_ops first = { .event = on_event };
     int rc = mtl_engine_scan(e, f, &first, &p, NULL);
     if (rc == 0 && p.found)
-        rc = mtl_engine_scan(e, f, &second, &p, NULL);
+        rc = mtl_engine_live_after(e, f, p.peak_seq, on_block, &p);
     *agg = p.agg;
     *peak = p.peak;
     *peak_us = p.peak_us;

@@ -52,6 +52,10 @@ struct mtl_scan_ops {
      * the kind either, blocks are reported at their allocation and frees
      * are not followed at all, which is much faster. */
     int alloc_only;
+    /* Set when ops needs what only the trace holds: addresses, every event
+     * (threads, modules), the thread of a free.  The engine then reads the
+     * trace itself, never its index. */
+    int raw;
 };
 
 struct mtl_scan_result {

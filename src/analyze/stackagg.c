@@ -25,34 +25,36 @@ static struct mtl_stackagg_entry *new_entry(struct mtl_stackagg *a, uint32_t thr
 static struct mtl_stackagg_entry *entry_of(struct mtl_stackagg *a, uint32_t thread,
                                            uint32_t stack)
 {
-    if (!a->per_thread) {
-        if (stack >= a->dense_cap) {
-            size_t cap = a->dense_cap ? a->dense_cap : 1024;
-            while (cap <= stack)
-                cap *= 2;
-            uint32_t *d = realloc(a->dense, cap * sizeof *d);
-            if (!d)
-                return NULL;
-            memset(d + a->dense_cap, 0, (cap - a->dense_cap) * sizeof *d);
-            a->dense = d;
-            a->dense_cap = cap;
-        }
-        if (a->dense[stack])
-            return &a->e[a->dense[stack] - 1];
-        struct mtl_stackagg_entry *e = new_entry(a, 0, stack);
+    if (stack >= a->dense_cap) {
+        size_t cap = a->dense_cap ? a->dense_cap : 1024;
+        while (cap <= stack)
+            cap *= 2;
+        uint32_t *d = realloc(a->dense, cap * sizeof *d);
+        if (!d)
+            return NULL;
+        memset(d + a->dense_cap, 0, (cap - a->dense_cap) * sizeof *d);
+        a->dense = d;
+        a->dense_cap = cap;
+    }
+    uint32_t k = a->dense[stack];
+    if (k && a->e[k - 1].thread == thread)
+        return &a->e[k - 1];
+    if (!k) {
+        struct mtl_stackagg_entry *e = new_entry(a, thread, stack);
         if (e)
             a->dense[stack] = (uint32_t)a->n;
         return e;
     }
+    /* Another thread's entry holds the dense slot. */
     int created;
-    uint64_t *slot = mtl_hmap_slot(&a->index, (uint64_t)thread << 32 | stack, &created);
+    uint64_t *slot = mtl_hmap_slot(&a->others, (uint64_t)thread << 32 | stack, &created);
     if (!slot)
         return NULL;
     if (!created)
         return &a->e[*slot];
     struct mtl_stackagg_entry *e = new_entry(a, thread, stack);
     if (!e) {
-        mtl_hmap_take(&a->index, (uint64_t)thread << 32 | stack, NULL);
+        mtl_hmap_take(&a->others, (uint64_t)thread << 32 | stack, NULL);
         return NULL;
     }
     *slot = a->n - 1;
@@ -103,7 +105,7 @@ void mtl_stackagg_release(struct mtl_stackagg *a)
 {
     free(a->e);
     free(a->dense);
-    mtl_hmap_release(&a->index);
+    mtl_hmap_release(&a->others);
     a->e = NULL;
     a->dense = NULL;
     a->n = a->cap = a->dense_cap = 0;

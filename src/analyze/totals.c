@@ -82,10 +82,13 @@ static int on_event(void *arg, const struct mtl_event *ev, const struct mtl_bloc
 
 int mtl_totals(struct mtl_engine *e, struct mtl_totals *out)
 {
+    if (mtl_engine_totals(e, out) == 0)
+        return 0; /* the index counted them when it was built */
     struct mtl_totals_acc acc = MTL_TOTALS_ACC_INIT;
     struct mtl_filter all;
     memset(&all, 0, sizeof all);
-    struct mtl_scan_ops ops = { .event = on_event };
+    /* Every event counts, threads and modules too: the trace itself. */
+    struct mtl_scan_ops ops = { .event = on_event, .raw = 1 };
     struct mtl_scan_result res;
     int rc = mtl_engine_scan(e, &all, &ops, &acc, &res);
     *out = acc.t;

@@ -18,6 +18,7 @@ struct mtl_command {
 int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_index(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);

@@ -243,7 +243,7 @@ int cmd_dump(int argc, char **argv)
                      in->command_line, in->pid,
                      in->mode == MTL_MODE_SAMPLED ? "sampled" : "full");
     }
-    struct mtl_scan_ops ops = { .event = on_event };
+    struct mtl_scan_ops ops = { .event = on_event, .raw = 1 };
     int rc = mtl_engine_scan(d.e, &a.filter, &ops, &d, NULL);
     if (rc == MTL_ESTOPPED) {
         cli_error("dump: writing the output failed");

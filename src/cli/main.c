@@ -20,6 +20,7 @@ static const struct mtl_command commands[] = {
     { "histogram", cmd_histogram, "allocation sizes" },
     { "diff", cmd_diff, "what changed between two traces, by function" },
     { "dump", cmd_dump, "print every event of a trace as text" },
+    { "index", cmd_index, "build a trace's index ahead of the analyses, and show it" },
     { "ctl", cmd_ctl, "steer a recording process: start, pause, dump, stop, status" },
     { "top", cmd_top, "watch a recording process live: rates and top allocators" },
 };

@@ -3,12 +3,36 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "memtally/errors.h"
+
+#define HUGE_TABLE (2u << 20) /* bytes from which a table gets huge pages */
 
 static inline size_t home(const struct mtl_hmap *m, uint64_t key)
 {
     return (size_t)((key * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
+static struct mtl_hmap_slot *table_alloc(size_t bytes)
+{
+    if (bytes < HUGE_TABLE)
+        return calloc(1, bytes);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p; /* zeroed */
+}
+
+static void table_free(struct mtl_hmap_slot *t, size_t bytes)
+{
+    if (!t)
+        return;
+    if (bytes < HUGE_TABLE)
+        free(t);
+    else
+        munmap(t, bytes);
 }
 
 static int rehash(struct mtl_hmap *m, size_t cap)
@@ -17,30 +41,25 @@ static int rehash(struct mtl_hmap *m, size_t cap)
     while (((size_t)1 << bits) < cap)
         bits++;
     cap = (size_t)1 << bits;
-    uint64_t *keys = calloc(cap, sizeof *keys);
-    uint64_t *vals = malloc(cap * sizeof *vals);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
+    size_t bytes = cap * sizeof(struct mtl_hmap_slot);
+    struct mtl_hmap_slot *t = table_alloc(bytes);
+    if (!t)
         return MTL_ENOMEM;
-    }
     struct mtl_hmap n = *m;
-    n.keys = keys;
-    n.vals = vals;
+    n.slots = t;
     n.cap = cap;
+    n.bytes = bytes;
     n.shift = 64 - bits;
     for (size_t i = 0; i < m->cap; i++) {
-        uint64_t k = m->keys[i];
+        uint64_t k = m->slots[i].key;
         if (!k)
             continue;
         size_t j = home(&n, k);
-        while (keys[j])
+        while (t[j].key)
             j = (j + 1) & (cap - 1);
-        keys[j] = k;
-        vals[j] = m->vals[i];
+        t[j] = m->slots[i];
     }
-    free(m->keys);
-    free(m->vals);
+    table_free(m->slots, m->bytes);
     *m = n;
     return 0;
 }
@@ -63,12 +82,12 @@ int mtl_hmap_get(const struct mtl_hmap *m, uint64_t key, uint64_t *val)
     if (!m->cap)
         return 0;
     for (size_t i = home(m, key);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key) {
+        if (m->slots[i].key == key) {
             if (val)
-                *val = m->vals[i];
+                *val = m->slots[i].val;
             return 1;
         }
-        if (!m->keys[i])
+        if (!m->slots[i].key)
             return 0;
     }
 }
@@ -87,13 +106,13 @@ uint64_t *mtl_hmap_slot(struct mtl_hmap *m, uint64_t key, int *created)
     if ((m->count + 1) * 2 > m->cap && rehash(m, m->cap ? m->cap * 2 : 16) < 0)
         return NULL;
     size_t i = home(m, key);
-    for (; m->keys[i]; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == key)
-            return &m->vals[i];
-    m->keys[i] = key;
+    for (; m->slots[i].key; i = (i + 1) & (m->cap - 1))
+        if (m->slots[i].key == key)
+            return &m->slots[i].val;
+    m->slots[i].key = key;
     m->count++;
     *created = 1;
-    return &m->vals[i];
+    return &m->slots[i].val;
 }
 
 int mtl_hmap_put(struct mtl_hmap *m, uint64_t key, uint64_t val, uint64_t *old)
@@ -122,22 +141,21 @@ int mtl_hmap_take(struct mtl_hmap *m, uint64_t key, uint64_t *val)
     if (!m->cap)
         return 0;
     size_t mask = m->cap - 1, i = home(m, key);
-    for (; m->keys[i] != key; i = (i + 1) & mask)
-        if (!m->keys[i])
+    for (; m->slots[i].key != key; i = (i + 1) & mask)
+        if (!m->slots[i].key)
             return 0;
     if (val)
-        *val = m->vals[i];
+        *val = m->slots[i].val;
     /* Backward shift: move later entries of the run into the hole when
      * their home is at or before it (cyclically). */
-    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
-        size_t h = home(m, m->keys[j]);
+    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+        size_t h = home(m, m->slots[j].key);
         if (((j - h) & mask) >= ((j - i) & mask)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
+            m->slots[i] = m->slots[j];
             i = j;
         }
     }
-    m->keys[i] = 0;
+    m->slots[i].key = 0;
     m->count--;
     return 1;
 }
@@ -155,9 +173,9 @@ int mtl_hmap_next(const struct mtl_hmap *m, size_t *i, uint64_t *key, uint64_t *
     }
     for (; *i <= m->cap; (*i)++) {
         size_t s = *i - 1;
-        if (m->keys[s]) {
-            *key = m->keys[s];
-            *val = m->vals[s];
+        if (m->slots[s].key) {
+            *key = m->slots[s].key;
+            *val = m->slots[s].val;
             (*i)++;
             return 1;
         }
@@ -168,15 +186,14 @@ int mtl_hmap_next(const struct mtl_hmap *m, size_t *i, uint64_t *key, uint64_t *
 void mtl_hmap_clear(struct mtl_hmap *m)
 {
     if (m->cap)
-        memset(m->keys, 0, m->cap * sizeof *m->keys);
+        memset(m->slots, 0, m->cap * sizeof *m->slots);
     m->count = 0;
     m->has_zero = 0;
 }
 
 void mtl_hmap_release(struct mtl_hmap *m)
 {
-    free(m->keys);
-    free(m->vals);
+    table_free(m->slots, m->bytes);
     *m = (struct mtl_hmap)MTL_HMAP_INIT;
 }
 

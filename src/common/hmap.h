@@ -4,7 +4,10 @@
  *
  * Open addressing with linear probing and backward-shift deletion (no
  * tombstones), so a map that sees billions of insertions and removals
- * stays as small as what it holds.  Keys are spread by a multiplicative
+ * stays as small as what it holds.  A key and its value sit side by side,
+ * so a lookup costs one cache miss; a large table is mapped on huge pages
+ * where the system has them, as lookups in a map of millions of live
+ * blocks are mostly misses of the TLB.  Keys are spread by a multiplicative
  * hash, so keys that differ in any bits spread well; every key is allowed,
  * 0 included (it lives outside the table).  Iteration order is the
  * table's: deterministic for the same insertions, otherwise meaningless.
@@ -21,16 +24,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct mtl_hmap_slot {
+    uint64_t key;        /* 0 = empty */
+    uint64_t val;
+};
+
 struct mtl_hmap {
-    uint64_t *keys;      /* 0 = empty slot */
-    uint64_t *vals;
+    struct mtl_hmap_slot *slots; /* a key and its value share a cache line */
     size_t cap, count;   /* cap is 0 or a power of two; count includes key 0 */
+    size_t bytes;        /* of slots (mapped, when large) */
     unsigned shift;      /* 64 - log2(cap) */
     int has_zero;
     uint64_t zero_val;
 };
 
-#define MTL_HMAP_INIT { NULL, NULL, 0, 0, 64, 0, 0 }
+#define MTL_HMAP_INIT { NULL, 0, 0, 0, 64, 0, 0 }
 
 /* Makes room for n keys in all without growing again.  0 or MTL_ENOMEM. */
 int mtl_hmap_reserve(struct mtl_hmap *m, size_t n);

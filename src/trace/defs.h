@@ -8,6 +8,7 @@
 #ifndef MTL_TRACE_DEFS_H
 #define MTL_TRACE_DEFS_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "memtally/trace.h"
@@ -60,6 +61,23 @@ static inline struct mtl_frame mtl_defs_frame(const struct mtl_defs *d, uint32_t
         f.module = d->module[id];
     }
     return f;
+}
+
+/* How many allocations and bytes one of size bytes stands for: 1 and size
+ * in full mode; in sampled mode, where it was sampled with probability
+ * p = 1 - exp(-size/rate), 1/p and size/p: each sample is unbiased on its
+ * own (docs/FORMAT.md). */
+static inline void mtl__weights(enum mtl_mode mode, uint64_t rate, uint64_t size,
+                                double *count, double *bytes)
+{
+    if (mode == MTL_MODE_SAMPLED && rate && size) {
+        double p = -expm1(-(double)size / (double)rate);
+        *count = 1.0 / p;
+        *bytes = (double)size / p;
+    } else {
+        *count = 1;
+        *bytes = (double)size;
+    }
 }
 
 /* Points d at what r has read so far.  Call again after r reads on: its

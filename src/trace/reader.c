@@ -613,16 +613,8 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         ev->stack = (uint32_t)stack;
         ev->tag = (uint32_t)tag;
         ev->module = 0;
-        if (r->info.mode == MTL_MODE_SAMPLED && r->info.sample_rate && size) {
-            /* Sampled with probability 1 - exp(-size/R): its inverse is
-             * the unbiased weight (docs/FORMAT.md). */
-            double p = -expm1(-(double)size / (double)r->info.sample_rate);
-            ev->weight_count = 1.0 / p;
-            ev->weight_bytes = (double)size / p;
-        } else {
-            ev->weight_count = 1;
-            ev->weight_bytes = (double)size;
-        }
+        mtl__weights(r->info.mode, r->info.sample_rate, size, &ev->weight_count,
+                     &ev->weight_bytes);
         return 1;
     }
     case MTL_REC_FREE:

@@ -1,0 +1,108 @@
+/* ixcol.c: see ixcol.h. */
+#include "analyze/ixcol.h"
+
+#include <string.h>
+#include <zstd.h>
+
+#include "memtally/errors.h"
+
+/* zstd's fastest level: an index is built once per trace but its columns
+ * are read back at every query, and level 1 decompresses as fast as any. */
+#define IX_LEVEL 1
+
+size_t mtl_ixcol_bound(size_t n)
+{
+    return ZSTD_compressBound(8 * n);
+}
+
+int mtl_ixcol_encode(struct mtl_ixcol *c, const uint64_t *v, size_t n, void *cctx,
+                     uint8_t *out, size_t cap, uint8_t *scratch)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < lo)
+            lo = v[i];
+        if (v[i] > hi)
+            hi = v[i];
+    }
+    if (!n)
+        lo = hi = 0;
+    uint64_t span = hi - lo;
+    c->base = lo;
+    c->width = span == 0 ? 0 : span <= 0xff ? 1 : span <= 0xffff ? 2 : span <= 0xffffffffu ? 4 : 8;
+    c->csize = 0;
+    if (c->width == 0)
+        return 0;
+    switch (c->width) {
+    case 1:
+        for (size_t i = 0; i < n; i++)
+            scratch[i] = (uint8_t)(v[i] - lo);
+        break;
+    case 2:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t x = (uint16_t)(v[i] - lo);
+            memcpy(scratch + 2 * i, &x, 2);
+        }
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t x = (uint32_t)(v[i] - lo);
+            memcpy(scratch + 4 * i, &x, 4);
+        }
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = v[i] - lo;
+            memcpy(scratch + 8 * i, &x, 8);
+        }
+    }
+    size_t got = ZSTD_compressCCtx(cctx, out, cap, scratch, n * c->width, IX_LEVEL);
+    if (ZSTD_isError(got))
+        return MTL_ENOMEM;
+    c->csize = (uint32_t)got;
+    return 0;
+}
+
+int mtl_ixcol_decode(const struct mtl_ixcol *c, const uint8_t *data, size_t n, void *dctx,
+                     uint64_t *v, uint8_t *scratch)
+{
+    uint64_t base = c->base;
+    if (c->width == 0) {
+        for (size_t i = 0; i < n; i++)
+            v[i] = base;
+        return 0;
+    }
+    if (c->width != 1 && c->width != 2 && c->width != 4 && c->width != 8)
+        return MTL_ECORRUPT;
+    size_t want = n * c->width;
+    size_t got = ZSTD_decompressDCtx(dctx, scratch, want, data, c->csize);
+    if (ZSTD_isError(got) || got != want)
+        return MTL_ECORRUPT;
+    switch (c->width) {
+    case 1:
+        for (size_t i = 0; i < n; i++)
+            v[i] = base + scratch[i];
+        break;
+    case 2:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t x;
+            memcpy(&x, scratch + 2 * i, 2);
+            v[i] = base + x;
+        }
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t x;
+            memcpy(&x, scratch + 4 * i, 4);
+            v[i] = base + x;
+        }
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x;
+            memcpy(&x, scratch + 8 * i, 8);
+            v[i] = base + x;
+        }
+    }
+    return 0;
+}
