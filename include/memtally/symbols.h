@@ -139,6 +139,15 @@ int mtl_symbolizer_resolve(struct mtl_symbolizer *s, uint32_t module,
  * buf. */
 const char *mtl_symbol_name(const struct mtl_symbol *e, char *buf, size_t cap);
 
+/* The name of the function that holds the return address addr of module,
+ * from the module's symbol tables alone (never its DWARF): much cheaper
+ * than mtl_symbolizer_resolve when a module's DWARF is large, for telling
+ * what a frame is before deciding to show it.  Where code was inlined, it
+ * names the function the code was inlined into.  Returns 1 with *name
+ * (valid until mtl_symbolizer_close()), 0 when the tables name none. */
+int mtl_symbolizer_function(struct mtl_symbolizer *s, uint32_t module, uint64_t addr,
+                            const char **name);
+
 /* The readable form of a mangled symbol name: C++ (Itanium ABI) and Rust's
  * legacy mangling (whose "::h<16 hex digits>" hash is dropped and whose
  * $LT$-style escapes are decoded).  Returns a string the caller frees with

@@ -18,11 +18,6 @@ struct diff_build {
     size_t n, cap;
 };
 
-static int add_block(void *arg, const struct mtl_block *b)
-{
-    return mtl_stackagg_add(arg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
-}
-
 static struct mtl_diff_row *row_for(struct diff_build *d, const char *name)
 {
     uint32_t id;
@@ -75,8 +70,7 @@ static int one_side(struct diff_build *d, struct mtl_diff *out, struct mtl_engin
     uint64_t peak_us;
     int found;
     out->estimated |= mtl_engine_estimated(e, NULL);
-    struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
-    int rc = mtl_engine_scan(e, f, &ops, &all, NULL);
+    int rc = mtl_engine_sums(e, f, &all);
     if (rc == 0)
         rc = mtl__peak_stacks(e, f, &peak, &peak_bytes, &peak_us, &found);
     else

@@ -17,11 +17,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/curve.h"
 #include "analyze/index.h"
 #include "analyze/index_scan.h"
 #include "analyze/ptrmap.h"
 #include "analyze/view.h"
 #include "common/arena.h"
+#include "common/parallel.h"
 #include "memtally/errors.h"
 #include "trace/defs.h"
 
@@ -72,6 +74,11 @@ static const struct mtl_module *module_of(void *arg, uint32_t index)
 static int resolve(void *arg, uint32_t module, uint64_t addr, const struct mtl_symbol **out)
 {
     return mtl_symbolizer_resolve(arg, module, addr, out);
+}
+
+static int name_of(void *arg, uint32_t module, uint64_t addr, const char **name)
+{
+    return mtl_symbolizer_function(arg, module, addr, name);
 }
 
 /* An index is kept for a whole trace on a descriptor: not for one in
@@ -234,7 +241,7 @@ struct mtl_view *mtl_engine_view(struct mtl_engine *e, const struct mtl_filter *
     if (keep_patterns(e, vf->hide, f->hide, f->nhide) < 0 ||
         keep_patterns(e, vf->wrappers, f->wrappers, f->nwrappers) < 0)
         return NULL;
-    struct mtl_view_namer namer = { resolve, e->syms };
+    struct mtl_view_namer namer = { resolve, name_of, e->syms };
     struct mtl_view_options vo = {
         .hide = vf->hide, .nhide = vf->nhide,
         .wrappers = vf->wrappers, .nwrappers = vf->nwrappers,
@@ -270,6 +277,8 @@ static int pass_event(void *arg, const struct mtl_event *ev, const struct mtl_bl
     return p->inner->event(p->arg, ev, b, passes);
 }
 
+static unsigned threads_of(const struct mtl_engine *e);
+
 /* Whether a scan should be answered by the index: when there is one, and
  * when building one costs less than what the scan does without it (a scan
  * that follows frees matches every address, as building does, and twice
@@ -299,7 +308,7 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
         if (!e->ix && (rc = build_index(e)) < 0 && rc != MTL_ENOMEM)
             return rc;
         if (e->ix)
-            return mtl__index_scan(e->ix, &e->defs, v, f, ops, arg, res);
+            return mtl__index_scan(e->ix, &e->defs, v, f, threads_of(e), ops, arg, res);
     }
     if (e->r_fresh) {
         r = e->r;
@@ -320,6 +329,8 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
         .event = ops->event ? pass_event : NULL,
         .progress = e->opt.progress ? scan_progress : NULL,
         .alloc_only = ops->alloc_only,
+        .needs = ops->needs,
+        .sums_only = ops->sums_only,
     };
     struct mtl_scan_input in = { r, reopen, e, refresh ? &e->defs : NULL, v };
     rc = mtl_scan(&in, f, &wrapped, &pw, res);
@@ -451,13 +462,8 @@ static int live_at_seq(void *arg, const struct mtl_block *b)
 int mtl_engine_live_after(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
                           int (*block)(void *arg, const struct mtl_block *b), void *arg)
 {
-    struct mtl_view *v = mtl_engine_view(e, f);
-    if (!v)
-        return MTL_ENOMEM;
-    if (e->ix)
-        return mtl__index_live_after(e->ix, &e->defs, v, f, seq, block, arg);
     struct seq_filter q = { seq, block, arg };
-    struct mtl_scan_ops ops = { .block = live_at_seq };
+    struct mtl_scan_ops ops = { .block = live_at_seq, .raw = 1 };
     return mtl_engine_scan(e, f, &ops, &q, NULL);
 }
 
@@ -467,4 +473,62 @@ int mtl_engine_totals(struct mtl_engine *e, struct mtl_totals *t)
         return MTL_ENOENT;
     *t = mtl_index_summary(e->ix)->totals;
     return 0;
+}
+
+/* The cores a query may use. */
+static unsigned threads_of(const struct mtl_engine *e)
+{
+    return e->opt.threads ? e->opt.threads : mtl_cores();
+}
+
+static int add_to_sums(void *arg, const struct mtl_block *b)
+{
+    struct mtl_stackagg *a = arg;
+    return mtl_stackagg_add(a, b->thread, b->stack, b->weight_count, b->weight_bytes, 0);
+}
+
+int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_stackagg *out)
+{
+    struct mtl_scan_ops ops = { .block = add_to_sums, .alloc_only = 1, .sums_only = 1,
+                                .needs = MTL_NEED_SIZE | MTL_NEED_STACK | MTL_NEED_THREAD };
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    if (wants_index(e, f, &ops)) {
+        int rc = e->ix ? 0 : build_index(e);
+        if (rc < 0 && rc != MTL_ENOMEM)
+            return rc;
+        if (e->ix)
+            return mtl__index_sums(e->ix, &e->defs, v, f, threads_of(e), out);
+    }
+    return mtl_engine_scan(e, f, &ops, out, NULL);
+}
+
+int mtl_engine_live_sums(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
+                         struct mtl_stackagg *out)
+{
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    if (e->ix)
+        return mtl__index_live_sums(e->ix, &e->defs, v, f, seq, threads_of(e), out);
+    return mtl_engine_live_after(e, f, seq, add_to_sums, out);
+}
+
+int mtl__curve_scan(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_curve *c);
+
+int mtl_engine_curve(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_curve *c)
+{
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    c->width_us = MTL_CURVE_FIRST_WIDTH;
+    if (!e->ix && can_index(e)) {
+        int rc = build_index(e);
+        if (rc < 0 && rc != MTL_ENOMEM)
+            return rc;
+    }
+    if (e->ix)
+        return mtl__index_curve(e->ix, &e->defs, v, f, threads_of(e), c);
+    return mtl__curve_scan(e, f, c);
 }

@@ -90,6 +90,22 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
 int mtl_engine_live_after(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
                           int (*block)(void *arg, const struct mtl_block *b), void *arg);
 
+struct mtl_stackagg;
+/* The weights of the blocks that pass f, summed per (thread, stack) into
+ * out (per thread when out->per_thread): the core of most analyses, which
+ * an index answers on every core, from its own sums when f has no
+ * condition but on threads and stacks. */
+int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_stackagg *out);
+
+/* The same of the blocks that pass f and are live right after event seq. */
+int mtl_engine_live_sums(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
+                         struct mtl_stackagg *out);
+
+struct mtl_curve;
+/* The live curve of the blocks that pass f (curve.h): its peak, and with
+ * c->buckets its buckets of time.  c must be zeroed but for c->buckets. */
+int mtl_engine_curve(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_curve *c);
+
 /* The trace's index, built now if it has none: its file ("" when it could
  * not be saved and lives in memory) and size.  MTL_EINVAL for a source
  * that is not indexed (memory, a growing trace, MTL_INDEX_OFF). */

@@ -110,7 +110,7 @@ int mtl_filter_add_pattern(const char **list, size_t *n, const char *pattern)
 int mtl_filter_decidable_at_alloc(const struct mtl_filter *f)
 {
     return !f->live_at_set && !f->live_between.set && !f->freed.set &&
-           !f->never_freed && !f->lifetime.set;
+           !f->never_freed && !f->lifetime.set && !f->temporary;
 }
 
 int mtl_filter_on_stacks(const struct mtl_filter *f)
@@ -133,44 +133,4 @@ int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b)
     return a->keep_alloc_frames == b->keep_alloc_frames &&
            same_patterns(a->hide, a->nhide, b->hide, b->nhide) &&
            same_patterns(a->wrappers, a->nwrappers, b->wrappers, b->nwrappers);
-}
-
-static int in_range(const struct mtl_range *r, uint64_t v)
-{
-    return !r->set || (v >= r->min && v <= r->max);
-}
-
-int mtl_filter_at_alloc(const struct mtl_filter *f, uint64_t size,
-                        uint32_t tid, uint32_t thread_index, uint64_t alloc_us)
-{
-    if (!in_range(&f->size, size) || !in_range(&f->allocated, alloc_us))
-        return 0;
-    if (f->thread_set && f->thread != (f->thread_is_index ? thread_index : tid))
-        return 0;
-    return 1;
-}
-
-int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_us,
-                       uint64_t free_us, uint64_t end_us)
-{
-    if (f->never_freed && free_us != MTL_NEVER)
-        return 0;
-    if (f->freed.set && (free_us == MTL_NEVER || !in_range(&f->freed, free_us)))
-        return 0;
-    if (f->live_at_set && !(alloc_us <= f->live_at && free_us > f->live_at))
-        return 0;
-    /* Live at some t in [min, max], "live at t" as for --live-at
-     * (alloc <= t < free): a block freed the microsecond it was made is
-     * live at no time, whatever the range. */
-    if (f->live_between.set &&
-        !(alloc_us <= f->live_between.max && free_us > f->live_between.min &&
-          free_us > alloc_us))
-        return 0;
-    if (f->lifetime.set) {
-        uint64_t until = free_us == MTL_NEVER ? end_us : free_us;
-        uint64_t life = until > alloc_us ? until - alloc_us : 0;
-        if (!in_range(&f->lifetime, life))
-            return 0;
-    }
-    return 1;
 }

@@ -30,6 +30,8 @@ struct mtl_filter {
     uint64_t live_at;
     struct mtl_range live_between;
     int never_freed;
+    int temporary;               /* freed by the very next allocation or free
+                                    (temporary's blocks; no option sets it) */
     int thread_set, thread_is_index;
     uint32_t thread;             /* kernel tid, or index when thread_is_index */
     const char *inside[MTL_MAX_PATTERNS];
@@ -66,15 +68,50 @@ int mtl_filter_decidable_at_alloc(const struct mtl_filter *f);
 /* 1 when some condition is on the stack (inside, not inside). */
 int mtl_filter_on_stacks(const struct mtl_filter *f);
 
+static inline int mtl_range_has(const struct mtl_range *r, uint64_t v)
+{
+    return !r->set || (v >= r->min && v <= r->max);
+}
+
 /* The conditions decidable at allocation, but the stack ones (those are
- * the scan's, through the view). */
-int mtl_filter_at_alloc(const struct mtl_filter *f, uint64_t size,
-                        uint32_t tid, uint32_t thread_index, uint64_t alloc_us);
+ * the scan's, through the view).  Inline: a scan asks it of every block. */
+static inline int mtl_filter_at_alloc(const struct mtl_filter *f, uint64_t size,
+                                      uint32_t tid, uint32_t thread_index,
+                                      uint64_t alloc_us)
+{
+    if (!mtl_range_has(&f->size, size) || !mtl_range_has(&f->allocated, alloc_us))
+        return 0;
+    if (f->thread_set && f->thread != (f->thread_is_index ? thread_index : tid))
+        return 0;
+    return 1;
+}
 
 /* The conditions that need the free time: free_us is MTL_NEVER for a block
- * still live when the trace ended at end_us. */
-int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_us,
-                       uint64_t free_us, uint64_t end_us);
+ * still live when the trace ended at end_us.  A block freed in the
+ * microsecond it was allocated is live at no time. */
+static inline int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_us,
+                                     uint64_t free_us, uint64_t end_us)
+{
+    if (f->never_freed && free_us != MTL_NEVER)
+        return 0;
+    if (f->freed.set && (free_us == MTL_NEVER || !mtl_range_has(&f->freed, free_us)))
+        return 0;
+    if (f->live_at_set && !(alloc_us <= f->live_at && free_us > f->live_at))
+        return 0;
+    /* Live at some t in [min, max], "live at t" as for --live-at
+     * (alloc <= t < free). */
+    if (f->live_between.set &&
+        !(alloc_us <= f->live_between.max && free_us > f->live_between.min &&
+          free_us > alloc_us))
+        return 0;
+    if (f->lifetime.set) {
+        uint64_t until = free_us == MTL_NEVER ? end_us : free_us;
+        uint64_t life = until > alloc_us ? until - alloc_us : 0;
+        if (!mtl_range_has(&f->lifetime, life))
+            return 0;
+    }
+    return 1;
+}
 
 /* 1 when the two filters name frames alike (same view). */
 int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b);

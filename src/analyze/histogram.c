@@ -24,7 +24,7 @@ int mtl_histogram(struct mtl_engine *e, const struct mtl_filter *f,
     mtl__result_head(e, &out->head);
     struct hist_scan h;
     memset(&h, 0, sizeof h);
-    struct mtl_scan_ops ops = { .block = on_block, .alloc_only = 1 };
+    struct mtl_scan_ops ops = { .block = on_block, .alloc_only = 1, .needs = MTL_NEED_SIZE };
     int rc = mtl_engine_scan(e, f, &ops, &h, NULL);
     if (rc < 0)
         return rc;

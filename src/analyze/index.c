@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -43,7 +44,7 @@
 #include "memtally/errors.h"
 
 #define IX_MAGIC "MTLINDEX"
-#define IX_VERSION 2u
+#define IX_VERSION 3u
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -133,7 +134,7 @@ struct mtl_index {
 struct mtl_ix_cursor {
     const struct mtl_index *ix;
     ZSTD_DCtx *dctx;
-    uint8_t *scratch;                          /* 8 * MTL_IX_CHUNK */
+    uint8_t *scratch;                          /* 16 * MTL_IX_CHUNK */
     uint64_t *acol[MTL_IXA_COLUMNS], *fcol[MTL_IXF_COLUMNS];
 };
 
@@ -398,7 +399,13 @@ int mtl_index_load(struct mtl_index **out, int trace_fd, const char *dir)
         release(ix);
         return MTL_ENOENT;
     }
-    utimensat(AT_FDCWD, ix->path, NULL, 0); /* used now: evicted last */
+    /* Used now: evicted last.  Once an hour is enough for that, and
+     * spares the disk a write at every query. */
+    struct stat st;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (stat(ix->path, &st) == 0 && st.st_mtim.tv_sec + 3600 < now.tv_sec)
+        utimensat(AT_FDCWD, ix->path, NULL, 0);
     *out = ix;
     return 0;
 }
@@ -412,12 +419,10 @@ int mtl_ix_cursor_open(struct mtl_ix_cursor **out, const struct mtl_index *ix)
         return MTL_ENOMEM;
     cur->ix = ix;
     cur->dctx = ZSTD_createDCtx();
-    cur->scratch = malloc(8 * (size_t)MTL_IX_CHUNK);
+    cur->scratch = malloc(16 * (size_t)MTL_IX_CHUNK);
+    /* Column buffers come when a column is first decoded: a query reads
+     * few of them. */
     int ok = cur->dctx && cur->scratch;
-    for (int k = 0; ok && k < MTL_IXA_COLUMNS; k++)
-        ok = (cur->acol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)) != NULL;
-    for (int k = 0; ok && k < MTL_IXF_COLUMNS; k++)
-        ok = (cur->fcol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)) != NULL;
     if (!ok) {
         mtl_ix_cursor_close(cur);
         return MTL_ENOMEM;
@@ -450,6 +455,8 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
         col[k] = NULL;
         if (!(mask & 1u << k))
             continue;
+        if (!cur->acol[k] && !(cur->acol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
+            return MTL_ENOMEM;
         int rc = mtl_ixcol_decode(&a->col[k], ix->map + a->col[k].offset, a->n, cur->dctx,
                                   cur->acol[k], cur->scratch);
         if (rc < 0)
@@ -466,7 +473,7 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
             if (col[MTL_IXA_THREAD][i] >= ix->defs.nthreads)
                 return MTL_ECORRUPT;
     /* The frees recorded after the chunk was written. */
-    if (mask & (1u << MTL_IXA_LIFE | 1u << MTL_IXA_FLAGS)) {
+    if (mask & (1u << MTL_IXA_LIFE | 1u << MTL_IXA_FLAGS) && ix->h->nlate) {
         uint64_t lo = 0, hi = ix->h->nlate;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
@@ -499,6 +506,8 @@ int mtl_ix_frees(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
         col[k] = NULL;
         if (!(mask & 1u << k))
             continue;
+        if (!cur->fcol[k] && !(cur->fcol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
+            return MTL_ENOMEM;
         int rc = mtl_ixcol_decode(&f->col[k], ix->map + f->col[k].offset, f->n, cur->dctx,
                                   cur->fcol[k], cur->scratch);
         if (rc < 0)
@@ -584,7 +593,7 @@ struct build {
     const struct mtl_trace_info *in;
     struct out out;
     ZSTD_CCtx *cctx;
-    uint8_t *scratch, *frame;      /* 8 * MTL_IX_CHUNK, and a frame's bound */
+    uint8_t *scratch, *frame;      /* 16 * MTL_IX_CHUNK, and a frame's bound */
     size_t frame_cap;
     struct pending pend[PENDING];
     uint64_t written;              /* block chunks written so far */
@@ -608,9 +617,10 @@ static struct pending *pending_of(struct build *b, uint64_t block)
     return c >= b->written ? &b->pend[c % PENDING] : NULL;
 }
 
-static int write_column(struct build *b, struct mtl_ixcol *c, const uint64_t *v, size_t n)
+static int write_column(struct build *b, struct mtl_ixcol *c, const uint64_t *v, size_t n,
+                        enum mtl_ixcol_code code)
 {
-    int rc = mtl_ixcol_encode(c, v, n, b->cctx, b->frame, b->frame_cap, b->scratch);
+    int rc = mtl_ixcol_encode(c, v, n, code, b->cctx, b->frame, b->frame_cap, b->scratch);
     if (rc == 0 && c->csize)
         rc = out_put(&b->out, b->frame, c->csize, &c->offset);
     return rc;
@@ -622,7 +632,9 @@ static int write_blocks(struct build *b)
     struct pending *p = &b->pend[b->written % PENDING];
     struct ix_achunk a = { .first = p->first, .n = p->n };
     for (int k = 0; k < MTL_IXA_COLUMNS; k++) {
-        int rc = write_column(b, &a.col[k], p->col[k], p->n);
+        /* Allocation times grow slowly: their differences are tiny. */
+        int rc = write_column(b, &a.col[k], p->col[k], p->n,
+                              k == MTL_IXA_TIME ? MTL_IXCOL_DELTA : MTL_IXCOL_PLAIN);
         if (rc < 0)
             return rc;
     }
@@ -636,7 +648,10 @@ static int write_frees(struct build *b)
 {
     struct ix_fchunk f = { .n = b->nfree_rows };
     for (int k = 0; k < MTL_IXF_COLUMNS; k++) {
-        int rc = write_column(b, &f.col[k], b->fcol[k], b->nfree_rows);
+        /* Free times grow; the blocks freed one after the other are
+         * mostly allocated one after the other too. */
+        int rc = write_column(b, &f.col[k], b->fcol[k], b->nfree_rows,
+                              k == MTL_IXF_SIZE ? MTL_IXCOL_PLAIN : MTL_IXCOL_DELTA);
         if (rc < 0)
             return rc;
     }
@@ -1065,7 +1080,7 @@ static int build_init(struct build *b, const struct mtl_trace_info *in)
     b->stacks = (struct mtl_stackagg)MTL_STACKAGG_INIT(1);
     b->live = (struct mtl_addrmap)MTL_ADDRMAP_INIT;
     b->cctx = ZSTD_createCCtx();
-    b->scratch = malloc(8 * (size_t)MTL_IX_CHUNK);
+    b->scratch = malloc(16 * (size_t)MTL_IX_CHUNK);
     b->frame_cap = mtl_ixcol_bound(MTL_IX_CHUNK);
     b->frame = malloc(b->frame_cap);
     b->out.cap = 1u << 20;

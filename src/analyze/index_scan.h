@@ -7,6 +7,7 @@
 
 #include "analyze/index.h"
 #include "analyze/scan.h"
+#include "analyze/stackagg.h"
 
 struct mtl_view;
 
@@ -14,12 +15,22 @@ struct mtl_view;
  * address); with ops->event, every allocation and free in trace order
  * and the RSS samples.  0 or a negative code. */
 int mtl__index_scan(const struct mtl_index *ix, const struct mtl_defs *d,
-                    struct mtl_view *v, const struct mtl_filter *f,
+                    struct mtl_view *v, const struct mtl_filter *f, unsigned threads,
                     const struct mtl_scan_ops *ops, void *arg, struct mtl_scan_result *res);
 
-/* The blocks that pass f and are live right after event number seq. */
-int mtl__index_live_after(const struct mtl_index *ix, const struct mtl_defs *d,
-                          struct mtl_view *v, const struct mtl_filter *f, uint64_t seq,
-                          int (*block)(void *arg, const struct mtl_block *b), void *arg);
+/* Sums per (thread, stack) into out (out->per_thread says whether threads
+ * are apart) of the blocks that pass f, on threads threads. */
+int mtl__index_sums(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
+                    const struct mtl_filter *f, unsigned threads, struct mtl_stackagg *out);
+
+/* The same of the blocks that pass f and are live right after event seq. */
+int mtl__index_live_sums(const struct mtl_index *ix, const struct mtl_defs *d,
+                         struct mtl_view *v, const struct mtl_filter *f, uint64_t seq,
+                         unsigned threads, struct mtl_stackagg *out);
+
+struct mtl_curve;
+/* The live curve (curve.h) of the blocks that pass f, on threads threads. */
+int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
+                     const struct mtl_filter *f, unsigned threads, struct mtl_curve *c);
 
 #endif

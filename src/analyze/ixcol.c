@@ -15,9 +15,21 @@ size_t mtl_ixcol_bound(size_t n)
     return ZSTD_compressBound(8 * n);
 }
 
-int mtl_ixcol_encode(struct mtl_ixcol *c, const uint64_t *v, size_t n, void *cctx,
-                     uint8_t *out, size_t cap, uint8_t *scratch)
+int mtl_ixcol_encode(struct mtl_ixcol *c, const uint64_t *v, size_t n,
+                     enum mtl_ixcol_code code, void *cctx, uint8_t *out, size_t cap,
+                     uint8_t *scratch)
 {
+    c->code = (uint8_t)code;
+    if (code == MTL_IXCOL_DELTA) {
+        /* The differences, zigzag-coded, in the upper half of scratch. */
+        uint64_t *d = (uint64_t *)(void *)(scratch + 8 * n), prev = 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t x = (int64_t)(v[i] - prev);
+            d[i] = ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
+            prev = v[i];
+        }
+        v = d;
+    }
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < n; i++) {
         if (v[i] < lo)
@@ -63,8 +75,8 @@ int mtl_ixcol_encode(struct mtl_ixcol *c, const uint64_t *v, size_t n, void *cct
     return 0;
 }
 
-int mtl_ixcol_decode(const struct mtl_ixcol *c, const uint8_t *data, size_t n, void *dctx,
-                     uint64_t *v, uint8_t *scratch)
+static int decode_stored(const struct mtl_ixcol *c, const uint8_t *data, size_t n,
+                         void *dctx, uint64_t *v, uint8_t *scratch)
 {
     uint64_t base = c->base;
     if (c->width == 0) {
@@ -105,4 +117,25 @@ int mtl_ixcol_decode(const struct mtl_ixcol *c, const uint8_t *data, size_t n, v
         }
     }
     return 0;
+}
+
+static void undo_delta(uint64_t *v, size_t n)
+{
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = v[i];
+        prev += (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
+        v[i] = prev;
+    }
+}
+
+int mtl_ixcol_decode(const struct mtl_ixcol *c, const uint8_t *data, size_t n, void *dctx,
+                     uint64_t *v, uint8_t *scratch)
+{
+    if (c->code != MTL_IXCOL_PLAIN && c->code != MTL_IXCOL_DELTA)
+        return MTL_ECORRUPT;
+    int rc = decode_stored(c, data, n, dctx, v, scratch);
+    if (rc == 0 && c->code == MTL_IXCOL_DELTA)
+        undo_delta(v, n);
+    return rc;
 }

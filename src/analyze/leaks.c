@@ -1,6 +1,8 @@
 /*
  * leaks.c: what was still live at the end of the trace, by site, less
- * what the suppressions name (a block with a frame matching one).
+ * what the suppressions name (a block with a frame matching one): the
+ * sums per stack of the blocks never freed, each stack then kept or
+ * suppressed whole.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,74 +11,39 @@
 #include "analyze/view.h"
 #include "memtally/errors.h"
 
-struct leak_scan {
-    struct mtl_view *v;
-    const char *const *supp;
-    size_t nsupp;
-    int8_t *suppressed;        /* per stack: -1 unknown, 0, 1 */
-    size_t cap;
-    double supp_bytes, supp_blocks;
-    struct mtl_stackagg agg;
-};
-
-static int is_suppressed(struct leak_scan *l, uint32_t stack)
-{
-    if (!l->nsupp)
-        return 0;
-    if (stack >= l->cap) {
-        size_t cap = l->cap ? l->cap : 1024;
-        while (cap <= stack)
-            cap *= 2;
-        int8_t *p = realloc(l->suppressed, cap);
-        if (!p)
-            return MTL_ENOMEM;
-        memset(p + l->cap, -1, cap - l->cap);
-        l->suppressed = p;
-        l->cap = cap;
-    }
-    if (l->suppressed[stack] < 0) {
-        int m = 0;
-        for (size_t i = 0; i < l->nsupp && !m; i++)
-            if ((m = mtl_view_stack_matches(l->v, stack, l->supp[i])) < 0)
-                return m;
-        l->suppressed[stack] = (int8_t)m;
-    }
-    return l->suppressed[stack];
-}
-
-static int on_block(void *arg, const struct mtl_block *b)
-{
-    struct leak_scan *l = arg;
-    if (b->free_us != MTL_NEVER)
-        return 0;
-    int s = is_suppressed(l, b->stack);
-    if (s < 0)
-        return s;
-    if (s) {
-        l->supp_bytes += b->weight_bytes;
-        l->supp_blocks += b->weight_count;
-        return 0;
-    }
-    return mtl_stackagg_add(&l->agg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
-}
-
 int mtl__leaked_stacks(struct mtl_engine *e, const struct mtl_filter *f,
                        const char *const *suppressions, size_t nsuppressions,
                        struct mtl_stackagg *agg, double *supp_bytes, double *supp_blocks)
 {
-    struct leak_scan l = { .supp = suppressions, .nsupp = nsuppressions,
-                           .agg = MTL_STACKAGG_INIT(0) };
-    l.v = mtl_engine_view(e, f);
-    if (!l.v)
-        return MTL_ENOMEM;
-    struct mtl_scan_ops ops = { .block = on_block };
-    int rc = mtl_engine_scan(e, f, &ops, &l, NULL);
-    free(l.suppressed);
-    *agg = l.agg;
+    struct mtl_filter never = *f;
+    never.never_freed = 1;
+    struct mtl_stackagg all = MTL_STACKAGG_INIT(0);
+    *agg = (struct mtl_stackagg)MTL_STACKAGG_INIT(0);
+    double sb = 0, sk = 0;
+    int rc = mtl_engine_sums(e, &never, nsuppressions ? &all : agg);
+    struct mtl_view *v = rc == 0 ? mtl_engine_view(e, f) : NULL;
+    if (rc == 0 && !v)
+        rc = MTL_ENOMEM;
+    for (size_t i = 0; rc == 0 && nsuppressions && i < all.n; i++) {
+        const struct mtl_stackagg_entry *en = &all.e[i];
+        int m = 0;
+        for (size_t k = 0; k < nsuppressions && !m && rc == 0; k++)
+            if ((m = mtl_view_stack_matches(v, en->stack, suppressions[k])) < 0)
+                rc = m;
+        if (rc < 0)
+            break;
+        if (m) {
+            sb += en->bytes;
+            sk += en->calls;
+        } else {
+            rc = mtl_stackagg_add(agg, 0, en->stack, en->calls, en->bytes, 0);
+        }
+    }
+    mtl_stackagg_release(&all);
     if (supp_bytes)
-        *supp_bytes = l.supp_bytes;
+        *supp_bytes = sb;
     if (supp_blocks)
-        *supp_blocks = l.supp_blocks;
+        *supp_blocks = sk;
     return rc;
 }
 

@@ -1,59 +1,30 @@
 /*
  * peak.c: the moment the live bytes of the blocks that pass the filters
- * were highest, and what was live then.  The first scan follows the live
- * bytes event by event and keeps the event after which they were highest
- * (the first such); the second sums the blocks live right after it.
+ * were highest, and what was live then: the live curve gives the event
+ * after which they were highest (the first such), then the blocks live
+ * right after it are summed per stack.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "analyze/curve.h"
 #include "analyze/internal.h"
 #include "memtally/errors.h"
-
-struct peak_scan {
-    double live, peak;
-    uint64_t peak_seq, peak_us;
-    int found;
-    struct mtl_stackagg agg;
-};
-
-static int on_event(void *arg, const struct mtl_event *ev, const struct mtl_block *b,
-                    int passes)
-{
-    struct peak_scan *p = arg;
-    if (!b || !passes)
-        return 0;
-    if (ev->type == MTL_EV_ALLOC) {
-        p->live += b->weight_bytes;
-        if (p->live > p->peak) {
-            p->peak = p->live;
-            p->peak_seq = b->alloc_seq;
-            p->peak_us = ev->time_us;
-            p->found = 1;
-        }
-    } else if (ev->type == MTL_EV_FREE) {
-        p->live -= b->weight_bytes;
-    }
-    return 0;
-}
-
-static int on_block(void *arg, const struct mtl_block *b)
-{
-    struct peak_scan *p = arg;
-    return mtl_stackagg_add(&p->agg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
-}
 
 int mtl__peak_stacks(struct mtl_engine *e, const struct mtl_filter *f,
                      struct mtl_stackagg *agg, double *peak, uint64_t *peak_us, int *found)
 {
-    struct peak_scan p = { .agg = MTL_STACKAGG_INIT(0) };
-    struct mtl_scan_ops first = { .event = on_event };
-    int rc = mtl_engine_scan(e, f, &first, &p, NULL);
-    if (rc == 0 && p.found)
-        rc = mtl_engine_live_after(e, f, p.peak_seq, on_block, &p);
-    *agg = p.agg;
-    *peak = p.peak;
-    *peak_us = p.peak_us;
-    *found = p.found;
+    *agg = (struct mtl_stackagg)MTL_STACKAGG_INIT(0);
+    struct mtl_curve *c = calloc(1, sizeof *c);
+    if (!c)
+        return MTL_ENOMEM;
+    int rc = mtl_engine_curve(e, f, c);
+    if (rc == 0 && c->found)
+        rc = mtl_engine_live_sums(e, f, c->peak_seq, agg);
+    *peak = c->peak;
+    *peak_us = c->peak_us;
+    *found = c->found;
+    free(c);
     return rc;
 }
 

@@ -10,11 +10,6 @@
 #include "memtally/errors.h"
 #include "trace/defs.h"
 
-static int add_block(void *arg, const struct mtl_block *b)
-{
-    return mtl_stackagg_add(arg, b->thread, b->stack, b->weight_count, b->weight_bytes, 0);
-}
-
 void mtl__result_head(struct mtl_engine *e, struct mtl_result_head *h)
 {
     h->estimated = mtl_engine_estimated(e, &h->sample_rate);
@@ -43,8 +38,7 @@ int mtl_report(struct mtl_engine *e, const struct mtl_filter *f,
     mtl__result_head(e, &out->head);
     int per_thread = !o->total_only && o->by != MTL_BY_THREAD;
     struct mtl_stackagg a = MTL_STACKAGG_INIT(per_thread || o->by == MTL_BY_THREAD);
-    struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
-    int rc = mtl_engine_scan(e, f, &ops, &a, NULL);
+    int rc = mtl_engine_sums(e, f, &a);
     struct mtl_view *v = rc == 0 ? mtl_engine_view(e, f) : NULL;
     if (rc == 0 && !v)
         rc = MTL_ENOMEM;

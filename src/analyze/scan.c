@@ -99,6 +99,8 @@ static int settle_as(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *
         return 0; /* reported in pass 1; pass 2 is for the events */
     if (!mtl_filter_at_free(s->f, v->time_us, free_us, s->end_us))
         return 0;
+    if (s->f->temporary && (lost || free_us == MTL_NEVER || s->seq != v->seq + 1))
+        return 0;
     if (s->two_pass && mtl_bitset_set(&s->passed, v->ordinal) < 0)
         return MTL_ENOMEM;
     struct mtl_block b;

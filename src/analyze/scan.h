@@ -56,6 +56,24 @@ struct mtl_scan_ops {
      * (threads, modules), the thread of a free.  The engine then reads the
      * trace itself, never its index. */
     int raw;
+    /* What of a block the callbacks use (MTL_NEED_*), 0 for everything:
+     * an index decodes only these.  In events, a free's block has its
+     * size, free time and number (ordinal) only, from an index. */
+    unsigned needs;
+    /* Set when ops->block only adds up weights per (thread, stack): the
+     * engine may then hand it each (thread, stack)'s sums as one block
+     * (weight_count and weight_bytes the sums, size 0), which an index
+     * knows without reading the blocks. */
+    int sums_only;
+};
+
+enum mtl_need {
+    MTL_NEED_ALLOC_TIME = 1,
+    MTL_NEED_FREE_TIME = 2,   /* free_us (and so alloc_us) */
+    MTL_NEED_SIZE = 4,        /* size and the weights */
+    MTL_NEED_STACK = 8,
+    MTL_NEED_THREAD = 16,
+    MTL_NEED_FLAGS = 32,      /* temporary, free_lost */
 };
 
 struct mtl_scan_result {

@@ -15,11 +15,6 @@
 
 #define MAX_CUT 256
 
-static int add_block(void *arg, const struct mtl_block *b)
-{
-    return mtl_stackagg_add(arg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
-}
-
 struct group_acc {
     double count, bytes;
     uint32_t key;            /* interned cut: (function id, line) pairs */
@@ -47,8 +42,7 @@ int mtl_stacks(struct mtl_engine *e, const struct mtl_filter *f,
     if (!o->target || !*o->target || o->depth == 0)
         return MTL_EINVAL;
     struct mtl_stackagg a = MTL_STACKAGG_INIT(0);
-    struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
-    int rc = mtl_engine_scan(e, f, &ops, &a, NULL);
+    int rc = mtl_engine_sums(e, f, &a);
     struct mtl_view *v = rc == 0 ? mtl_engine_view(e, f) : NULL;
     if (rc == 0 && !v)
         rc = MTL_ENOMEM;

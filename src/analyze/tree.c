@@ -30,11 +30,6 @@ struct build {
     struct mtl_hmap children;  /* (parent << 32 | fid) -> node */
 };
 
-static int add_block(void *arg, const struct mtl_block *b)
-{
-    return mtl_stackagg_add(arg, 0, b->stack, b->weight_count, b->weight_bytes, 0);
-}
-
 /* The child of parent for function fid, made if new; 0 on out of memory. */
 static uint32_t child(struct build *t, uint32_t parent, uint32_t fid, uint32_t loc)
 {
@@ -166,8 +161,7 @@ int mtl_tree(struct mtl_engine *e, const struct mtl_filter *f,
         return MTL_EINVAL;
     struct mtl_stackagg a = MTL_STACKAGG_INIT(0);
     struct build t = { .o = o, .children = MTL_HMAP_INIT };
-    struct mtl_scan_ops ops = { .block = add_block, .alloc_only = 1 };
-    int rc = mtl_engine_scan(e, f, &ops, &a, NULL);
+    int rc = mtl_engine_sums(e, f, &a);
     if (rc == 0 && !(t.v = mtl_engine_view(e, f)))
         rc = MTL_ENOMEM;
     if (rc == 0) {

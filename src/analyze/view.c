@@ -7,9 +7,10 @@
  *     functions inlined at that address, then the real function;
  *   - nodes: per stack node, its frame (so a node costs one lookup);
  *   - sites: per stack node, the site of the stack that ends there, which
- *     is the node's own innermost possible site or else its parent's (and
- *     the innermost named frame, which decides whether an unnamed one can
- *     be a site).
+ *     is the node's own innermost possible site or else its parent's,
+ *     found from the innermost frame outwards and no further (and the
+ *     innermost named frame, which decides whether an unnamed one can be a
+ *     site).
  * Function ids come from interning display names.
  */
 #include "analyze/view.h"
@@ -139,6 +140,30 @@ static int64_t add_location(struct mtl_view *v, const char *function, const char
     return id;
 }
 
+/* Whether the symbol table names the frame at addr as the allocator's
+ * plumbing; then *loc is a hidden location made for it.  0 when it does
+ * not (or plumbing is shown: --keep-alloc-frames). */
+static int plumbing_by_name(struct mtl_view *v, uint32_t module, uint64_t addr, int64_t *loc)
+{
+    const char *name;
+    if (v->opt.keep_alloc_frames || !v->namer.name ||
+        v->namer.name(v->namer.arg, module, addr, &name) <= 0)
+        return 0;
+    const char *paren = strchr(name, '(');
+    char cut[512];
+    const char *c = NULL;
+    if (paren && paren != name && (size_t)(paren - name) < sizeof cut) {
+        memcpy(cut, name, (size_t)(paren - name));
+        cut[paren - name] = '\0';
+        c = cut;
+    }
+    if (mtl_frame_role(name, c) != MTL_ROLE_PLUMBING)
+        return 0;
+    const struct mtl_module *m = mtl_defs_module(v->d, module);
+    *loc = add_location(v, name, NULL, 0, m ? m->path : "", 0, 0);
+    return 1;
+}
+
 /* The frame of node id, resolved on first sight of its (module, address). */
 static int node_frame(struct mtl_view *v, uint32_t id, uint32_t *out)
 {
@@ -186,6 +211,9 @@ static int node_frame(struct mtl_view *v, uint32_t id, uint32_t *out)
             snprintf(name, sizeof name, "0x%" PRIx64, fr.addr);
             const char *kept = mtl_arena_strdup(&v->arena, name);
             loc = kept ? add_location(v, kept, NULL, 0, "", 0, 1) : MTL_ENOMEM;
+        } else if (plumbing_by_name(v, fr.module, fr.addr, &loc)) {
+            /* The allocator's own frame: hidden, named by the symbol
+             * table alone, its DWARF (libc's is large) not read for it. */
         } else {
             const struct mtl_symbol *syms;
             int n = v->namer.resolve(v->namer.arg, fr.module, fr.addr, &syms);
@@ -284,76 +312,125 @@ int mtl_view_frames_all(struct mtl_view *v, uint32_t stack, const uint32_t **loc
     return collect(v, stack, 1, locs, n);
 }
 
-/* Whether location loc can be a site of a stack whose nearest named frame
- * outside it is named (MTL_NO_LOCATION: none).  A function with no symbol
- * is passed over when a named function of the same module calls it: a
- * static function of a stripped library (sqlite3's, under sqlite3Malloc)
- * gives its blocks to the library's function that the user knows; a
- * stripped program, which only libc's start-up calls, keeps its
- * addresses. */
-static int can_be_site(const struct mtl_view *v, uint32_t loc, uint32_t named)
+/* The innermost named visible location at or above node, or
+ * MTL_NO_LOCATION; memoized per node.  Walks up only as far as needed. */
+static int named_of(struct mtl_view *v, uint32_t node, uint32_t *out)
 {
-    const struct mtl_location *l = &v->locs[loc];
-    if (l->hidden || l->passed)
-        return 0;
-    if (!l->unnamed || v->opt.keep_alloc_frames || named == MTL_NO_LOCATION)
-        return 1;
-    return strcmp(l->module, v->locs[named].module) != 0;
-}
-
-/* Fills the site memos of node and of its ancestors that lack them. */
-static int settle_site(struct mtl_view *v, uint32_t node)
-{
-    /* Walk up to the first node already known (or the root), then down. */
-    uint32_t path[1024];
+    uint32_t path[256];
     size_t depth = 0;
-    uint32_t id = node;
+    uint32_t id = node, found = MTL_NO_LOCATION;
+    int rc;
     while (id != 0) {
         uint32_t k;
-        int rc = node_frame(v, id, &k); /* also sizes the memos */
-        if (rc < 0)
+        if ((rc = node_frame(v, id, &k)) < 0)
             return rc;
-        if (v->site[id] != UNKNOWN)
+        if (v->named[id] != UNKNOWN) {
+            found = v->named[id];
             break;
+        }
+        const struct frame *f = &v->frames[k];
+        for (uint32_t i = f->first; i < f->first + f->n && found == MTL_NO_LOCATION; i++)
+            if (!v->locs[i].hidden && !v->locs[i].unnamed)
+                found = i;
         if (depth == sizeof path / sizeof *path) {
-            /* Deeper than any stack we keep: settle the upper part first. */
-            if ((rc = settle_site(v, id)) < 0)
+            /* A stack this deep: settle what was walked, go on from here. */
+            if (found == MTL_NO_LOCATION && (rc = named_of(v, v->d->parent[id], &found)) < 0)
                 return rc;
+            v->named[id] = found;
             break;
         }
         path[depth++] = id;
+        if (found != MTL_NO_LOCATION)
+            break;
         id = v->d->parent[id];
     }
-    uint32_t site = id ? v->site[id] : MTL_NO_LOCATION;
-    uint32_t fallback = id ? v->fallback[id] : MTL_NO_LOCATION;
-    uint32_t named = id ? v->named[id] : MTL_NO_LOCATION;
-    while (depth > 0) {
-        id = path[--depth];
-        const struct frame *f = &v->frames[v->node_frame[id]];
-        /* The node's locations from its real function inwards through
-         * what is inlined into it: each knows the named frame outside it. */
-        for (uint32_t i = f->first + f->n; i-- > f->first;) {
-            const struct mtl_location *l = &v->locs[i];
-            if (l->hidden)
-                continue;
-            fallback = i;
-            if (can_be_site(v, i, named))
-                site = i;
-            if (!l->unnamed)
-                named = i;
-        }
-        v->site[id] = site;
-        v->fallback[id] = fallback;
-        v->named[id] = named;
-    }
+    while (depth > 0)
+        v->named[path[--depth]] = found;
+    *out = found;
     return 0;
+}
+
+/* Whether location i of node's frame can be a site.  A function with no
+ * symbol is passed over when a named function of the same module calls
+ * it: a static function of a stripped library (sqlite3's, under
+ * sqlite3Malloc) gives its blocks to the library's function that the user
+ * knows; a stripped program, which only libc's start-up calls, keeps its
+ * addresses. */
+static int can_be_site(struct mtl_view *v, uint32_t node, const struct frame *f, uint32_t i)
+{
+    const struct mtl_location *l = &v->locs[i];
+    if (l->hidden || l->passed)
+        return 0;
+    if (!l->unnamed || v->opt.keep_alloc_frames)
+        return 1;
+    /* The named frame outside it: in its own frame, else above. */
+    uint32_t named = MTL_NO_LOCATION;
+    for (uint32_t j = i + 1; j < f->first + f->n && named == MTL_NO_LOCATION; j++)
+        if (!v->locs[j].hidden && !v->locs[j].unnamed)
+            named = j;
+    if (named == MTL_NO_LOCATION) {
+        int rc = named_of(v, v->d->parent[node], &named);
+        if (rc < 0)
+            return rc;
+    }
+    return named == MTL_NO_LOCATION || strcmp(l->module, v->locs[named].module) != 0;
+}
+
+/* The site of the stack ending at node (see mtl_view_site) or, with
+ * fallback, its innermost visible frame; memoized per node.  The stack is
+ * resolved from its innermost frame outwards only as far as the answer:
+ * the callers above a site are never looked at. */
+static int find_site(struct mtl_view *v, uint32_t node, int fallback, uint32_t *out)
+{
+    /* The memo, looked up anew after node_frame, which may move it. */
+#define memo (fallback ? v->fallback : v->site)
+    uint32_t path[256];
+    size_t depth = 0;
+    uint32_t id = node, found = MTL_NO_LOCATION;
+    int rc;
+    while (id != 0) {
+        uint32_t k;
+        if ((rc = node_frame(v, id, &k)) < 0)
+            return rc;
+        if (memo[id] != UNKNOWN) {
+            found = memo[id];
+            break;
+        }
+        const struct frame *f = &v->frames[k];
+        for (uint32_t i = f->first; i < f->first + f->n && found == MTL_NO_LOCATION; i++) {
+            int ok = fallback ? !v->locs[i].hidden : can_be_site(v, id, f, i);
+            if (ok < 0)
+                return ok;
+            if (ok)
+                found = i;
+        }
+        if (depth == sizeof path / sizeof *path) {
+            if (found == MTL_NO_LOCATION &&
+                (rc = find_site(v, v->d->parent[id], fallback, &found)) < 0)
+                return rc;
+            memo[id] = found;
+            break;
+        }
+        path[depth++] = id;
+        if (found != MTL_NO_LOCATION)
+            break;
+        id = v->d->parent[id];
+    }
+    while (depth > 0)
+        memo[path[--depth]] = found;
+    *out = found;
+    return 0;
+#undef memo
 }
 
 uint32_t mtl_view_site(struct mtl_view *v, uint32_t stack)
 {
-    if (stack == 0 || settle_site(v, stack) < 0)
+    uint32_t site;
+    if (stack == 0 || find_site(v, stack, 0, &site) < 0)
         return MTL_NO_LOCATION;
-    return v->site[stack] != MTL_NO_LOCATION ? v->site[stack] : v->fallback[stack];
+    if (site == MTL_NO_LOCATION && find_site(v, stack, 1, &site) < 0)
+        return MTL_NO_LOCATION;
+    return site;
 }
 
 int mtl_view_location_matches(const struct mtl_view *v, uint32_t loc, const char *pattern)

@@ -52,6 +52,10 @@ struct mtl_location {
  * symbol tables. */
 struct mtl_view_namer {
     int (*resolve)(void *arg, uint32_t module, uint64_t addr, const struct mtl_symbol **out);
+    /* Optional: the function's name from cheap tables alone (1, or 0 when
+     * unknown), as mtl_symbolizer_function: a frame it names as the
+     * allocator's plumbing is hidden without resolving it in full. */
+    int (*name)(void *arg, uint32_t module, uint64_t addr, const char **name);
     void *arg;
 };
 

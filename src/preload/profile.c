@@ -301,7 +301,7 @@ static int read_result(int fd, uint32_t main_thread, int follow,
     struct names nm = { .arena = MTL_ARENA_INIT };
     nm.demangle = (char *(*)(const char *, char *, size_t *, int *))
         dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    struct mtl_view_namer namer = { resolve, &nm };
+    struct mtl_view_namer namer = { resolve, NULL, &nm };
     struct mtl_view *v = NULL;
     if (rc == 0 && mtl_view_open(&v, &defs, &namer, NULL) < 0)
         rc = -ENOMEM;

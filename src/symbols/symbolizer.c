@@ -212,6 +212,21 @@ int mtl_symbolizer_resolve(struct mtl_symbolizer *s, uint32_t module,
     return n;
 }
 
+int mtl_symbolizer_function(struct mtl_symbolizer *s, uint32_t module, uint64_t addr,
+                            const char **name)
+{
+    assert(s && name);
+    *name = NULL;
+    struct mtl_module_state *ms = module == UINT32_MAX ? NULL : get_module(s, module);
+    if (!ms || !ms->file)
+        return 0;
+    uint64_t a = addr - ms->base - 1;
+    if (!in_segments(ms, a) || a < ms->file->lo || a >= ms->file->hi)
+        return 0;
+    *name = mtl__sym_readable(s, mtl__symtab_name(ms->file, a));
+    return *name != NULL;
+}
+
 const char *mtl_symbol_name(const struct mtl_symbol *e, char *buf, size_t cap)
 {
     assert(e && buf && cap > 0);

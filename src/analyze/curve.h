@@ -1,0 +1,50 @@
+/*
+ * curve.h: the live bytes of the blocks that pass a filter, event by
+ * event: their peak (what peak starts from) and, in buckets of time, what
+ * was allocated and what was live (what timeline draws).
+ *
+ * Buckets: MTL_CURVE_FINE of them, each width_us wide, the width the
+ * smallest of 1 ms times a power of two that fits the whole trace.  A
+ * reader that does not know the trace's length yet starts at 1 ms and
+ * doubles the width, merging neighbours, as the trace outgrows it; one
+ * that knows it (an index) starts at the right width: both end alike.
+ */
+#ifndef MTL_ANALYZE_CURVE_H
+#define MTL_ANALYZE_CURVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MTL_CURVE_FINE 4096
+#define MTL_CURVE_FIRST_WIDTH 1000
+
+struct mtl_curve_bucket {
+    double alloc_bytes, alloc_calls;
+    double live;          /* after the last event in the bucket */
+    uint64_t rss;         /* the last sample in the bucket */
+    uint8_t has_live, has_rss;
+};
+
+struct mtl_curve {
+    int buckets;          /* in: fill b (else only the peak) */
+    uint64_t width_us;
+    struct mtl_curve_bucket b[MTL_CURVE_FINE];
+    double peak;          /* the highest live bytes (0 when none) */
+    uint64_t peak_seq;    /* the event after which they were highest, the first */
+    uint64_t peak_us;
+    int found;
+};
+
+/* The width for a trace of end_us. */
+static inline uint64_t mtl_curve_width(uint64_t end_us)
+{
+    uint64_t w = MTL_CURVE_FIRST_WIDTH;
+    while (end_us / w >= MTL_CURVE_FINE)
+        w *= 2;
+    return w;
+}
+
+/* Doubles the width of the buckets, merging neighbours. */
+void mtl_curve_widen(struct mtl_curve *c);
+
+#endif
