@@ -356,16 +356,17 @@ static int named_of(struct mtl_view *v, uint32_t node, uint32_t *out)
  * sqlite3Malloc) gives its blocks to the library's function that the user
  * knows; a stripped program, which only libc's start-up calls, keeps its
  * addresses. */
-static int can_be_site(struct mtl_view *v, uint32_t node, const struct frame *f, uint32_t i)
+static int can_be_site(struct mtl_view *v, uint32_t node, uint32_t end, uint32_t i)
 {
     const struct mtl_location *l = &v->locs[i];
     if (l->hidden || l->passed)
         return 0;
     if (!l->unnamed || v->opt.keep_alloc_frames)
         return 1;
-    /* The named frame outside it: in its own frame, else above. */
+    /* The named frame outside it: in its own frame (locations i+1..end-1),
+     * else above. */
     uint32_t named = MTL_NO_LOCATION;
-    for (uint32_t j = i + 1; j < f->first + f->n && named == MTL_NO_LOCATION; j++)
+    for (uint32_t j = i + 1; j < end && named == MTL_NO_LOCATION; j++)
         if (!v->locs[j].hidden && !v->locs[j].unnamed)
             named = j;
     if (named == MTL_NO_LOCATION) {
@@ -373,7 +374,8 @@ static int can_be_site(struct mtl_view *v, uint32_t node, const struct frame *f,
         if (rc < 0)
             return rc;
     }
-    return named == MTL_NO_LOCATION || strcmp(l->module, v->locs[named].module) != 0;
+    /* named_of resolves frames, which may move the locations: index anew. */
+    return named == MTL_NO_LOCATION || strcmp(v->locs[i].module, v->locs[named].module) != 0;
 }
 
 /* The site of the stack ending at node (see mtl_view_site) or, with
@@ -396,9 +398,10 @@ static int find_site(struct mtl_view *v, uint32_t node, int fallback, uint32_t *
             found = memo[id];
             break;
         }
-        const struct frame *f = &v->frames[k];
-        for (uint32_t i = f->first; i < f->first + f->n && found == MTL_NO_LOCATION; i++) {
-            int ok = fallback ? !v->locs[i].hidden : can_be_site(v, id, f, i);
+        /* Copied: can_be_site resolves other frames, which may move these. */
+        uint32_t first = v->frames[k].first, end = first + v->frames[k].n;
+        for (uint32_t i = first; i < end && found == MTL_NO_LOCATION; i++) {
+            int ok = fallback ? !v->locs[i].hidden : can_be_site(v, id, end, i);
             if (ok < 0)
                 return ok;
             if (ok)
@@ -505,6 +508,7 @@ void mtl_view_close(struct mtl_view *v)
     free(v->node_frame);
     free(v->site);
     free(v->fallback);
+    free(v->named);
     free(v->buf);
     free(v);
 }
