@@ -24,7 +24,7 @@ CLI_SRC     := $(wildcard src/cli/*.c)
 # the engine's own view, rows and table renderer: those go in too, hidden
 # like the rest.
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
-               $(B)/pic/src/trace/reader.o \
+               $(B)/pic/src/trace/reader.o $(B)/pic/src/trace/blocks.o \
                $(patsubst %,$(B)/pic/src/analyze/%.o,stackagg view rows allocframes) \
                $(B)/pic/src/render/table.o
 # libmemtally-trace.a: the reader (memtally/trace.h) and the symbolizer
@@ -36,7 +36,7 @@ CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(REN
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
 # The symbolizer reads ELF and DWARF with libdw and demangles with
 # libstdc++'s __cxa_demangle; it loads libdebuginfod itself when needed.
-READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm
+READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm -pthread
 CLI_LIBS     := $(READER_LIBS)
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples

@@ -145,6 +145,12 @@ void mtl_reader_follow(struct mtl_reader *r, int on);
  * before the first mtl_reader_next. */
 void mtl_reader_skip_pointers(struct mtl_reader *r, int skip);
 
+/* Decodes blocks ahead on n worker threads (0, the default: none), so
+ * that mtl_reader_next only walks records: a whole trace is read about
+ * n times faster on n free cores.  The events and errors are the same.
+ * Not for follow mode.  Set it before the first mtl_reader_next. */
+void mtl_reader_threads(struct mtl_reader *r, unsigned n);
+
 const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r);
 
 /* Number of whole blocks read so far: useful in messages about damage. */

@@ -53,11 +53,18 @@ struct mtl_engine {
     uint64_t follow_allocs, follow_seq;
 };
 
+static unsigned threads_of(const struct mtl_engine *e);
+
+/* A whole trace is decoded ahead on the other cores (the reader's thread
+ * walks the records); a growing one as it comes. */
 static int open_reader(struct mtl_engine *e, struct mtl_reader **out)
 {
-    if (e->src.kind == MTL_SOURCE_MEMORY)
-        return mtl_reader_open_memory(out, e->src.data, e->src.size);
-    return mtl_reader_open_fd(out, e->fd);
+    int rc = e->src.kind == MTL_SOURCE_MEMORY
+                 ? mtl_reader_open_memory(out, e->src.data, e->src.size)
+                 : mtl_reader_open_fd(out, e->fd);
+    if (rc == 0 && !e->src.growing && threads_of(e) > 1)
+        mtl_reader_threads(*out, threads_of(e) - 1);
+    return rc;
 }
 
 static int reopen(void *arg, struct mtl_reader **out)
@@ -277,8 +284,6 @@ static int pass_event(void *arg, const struct mtl_event *ev, const struct mtl_bl
     return p->inner->event(p->arg, ev, b, passes);
 }
 
-static unsigned threads_of(const struct mtl_engine *e);
-
 /* Whether a scan should be answered by the index: when there is one, and
  * when building one costs less than what the scan does without it (a scan
  * that follows frees matches every address, as building does, and twice
@@ -330,7 +335,7 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
         .progress = e->opt.progress ? scan_progress : NULL,
         .alloc_only = ops->alloc_only,
         .needs = ops->needs,
-        .sums_only = ops->sums_only,
+        .sums = ops->sums,
     };
     struct mtl_scan_input in = { r, reopen, e, refresh ? &e->defs : NULL, v };
     rc = mtl_scan(&in, f, &wrapped, &pw, res);
@@ -489,7 +494,7 @@ static int add_to_sums(void *arg, const struct mtl_block *b)
 
 int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_stackagg *out)
 {
-    struct mtl_scan_ops ops = { .block = add_to_sums, .alloc_only = 1, .sums_only = 1,
+    struct mtl_scan_ops ops = { .sums = out, .alloc_only = 1,
                                 .needs = MTL_NEED_SIZE | MTL_NEED_STACK | MTL_NEED_THREAD };
     struct mtl_view *v = mtl_engine_view(e, f);
     if (!v)
@@ -501,7 +506,7 @@ int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl
         if (e->ix)
             return mtl__index_sums(e->ix, &e->defs, v, f, threads_of(e), out);
     }
-    return mtl_engine_scan(e, f, &ops, out, NULL);
+    return mtl_engine_scan(e, f, &ops, NULL, NULL);
 }
 
 int mtl_engine_live_sums(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,

@@ -8,6 +8,8 @@
 #include "analyze/view.h"
 #include "common/bitset.h"
 #include "memtally/errors.h"
+#include "analyze/stackagg.h"
+#include "trace/allocs.h"
 #include "trace/defs.h"
 
 struct scan {
@@ -91,6 +93,19 @@ static void fill_block(const struct scan *s, struct mtl_block *b, uint64_t ptr,
     b->free_lost = 0;
 }
 
+/* Hands a block that passes to ops: added to its sums, or to its callback. */
+static int report_block(struct scan *s, const struct mtl_block *b)
+{
+    if (s->ops->sums)
+        return mtl_stackagg_add(s->ops->sums, b->thread, b->stack, b->weight_count,
+                                b->weight_bytes, 0);
+    if (s->ops->block && s->ops->block(s->arg, b) != 0) {
+        s->stopped = 1;
+        return MTL_ESTOPPED;
+    }
+    return 0;
+}
+
 /* A block's fate is known: decide the rest of the filters, report it. */
 static int settle_as(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *v,
                      uint64_t free_us, int lost)
@@ -109,11 +124,7 @@ static int settle_as(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *
         b.temporary = 0;
         b.free_lost = 1;
     }
-    if (s->ops->block && s->ops->block(s->arg, &b) != 0) {
-        s->stopped = 1;
-        return MTL_ESTOPPED;
-    }
-    return 0;
+    return report_block(s, &b);
 }
 
 static int settle(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *v,
@@ -190,23 +201,6 @@ static int on_alloc(struct scan *s, const struct mtl_event *ev)
                                      ev->time_us);
     if (passes && (passes = stack_passes(s, ev->stack)) < 0)
         return passes;
-    if (s->at_alloc) {
-        /* Only what is known at allocation: no fill_block. */
-        s->seq++;
-        if (!passes)
-            return 0;
-        struct mtl_block b = {
-            .ptr = ev->ptr, .size = ev->size, .alloc_us = ev->time_us,
-            .free_us = MTL_NEVER, .ordinal = v.ordinal, .alloc_seq = v.seq,
-            .free_seq = MTL_NEVER, .stack = ev->stack, .thread = ev->thread,
-            .weight_count = ev->weight_count, .weight_bytes = ev->weight_bytes,
-        };
-        if (s->ops->block(s->arg, &b) != 0) {
-            s->stopped = 1;
-            return MTL_ESTOPPED;
-        }
-        return 0;
-    }
     /* An address allocated again without a free between: its free was
      * lost (recording was paused), so the old block ends here. */
     struct mtl_ptrmap_val old;
@@ -275,10 +269,6 @@ static int one_pass(struct scan *s)
         if (ev.type == MTL_EV_ALLOC) {
             rc = on_alloc(s, &ev);
         } else if (ev.type == MTL_EV_FREE) {
-            if (s->at_alloc) {
-                s->seq++;
-                continue;
-            }
             rc = on_free(s, &ev);
         } else {
             /* Threads and modules come with these: the definitions grow. */
@@ -295,11 +285,67 @@ static int one_pass(struct scan *s)
     s->end_us = mtl_reader_info(s->r)->duration_us;
     if (s->in->d && s->pass != 2)
         mtl__reader_defs(s->r, s->in->d);
-    if (s->pass != 2 && !s->at_alloc) {
+    if (s->pass != 2) {
         struct remaining rem = { s, 0 };
         mtl_ptrmap_each(&s->live, report_remaining, &rem);
         return rem.rc;
     }
+    return 0;
+}
+
+/* The scan of blocks reported at their allocation: the reader's batches
+ * of allocations, frees not even decoded into events. */
+static int alloc_pass(struct scan *s)
+{
+    struct mtl_allocs *b = malloc(sizeof *b);
+    if (!b)
+        return MTL_ENOMEM;
+    const struct mtl_trace_info *info = mtl_reader_info(s->r);
+    const struct mtl_filter *f = s->f;
+    struct mtl_stackagg *sums = s->ops->sums;
+    uint64_t next_progress = 0;
+    int rc;
+    while ((rc = mtl__reader_allocs(s->r, b)) > 0) {
+        if (s->ops->progress)
+            progress(s, &next_progress);
+        /* The view needs the batch's stacks: the reader's arrays may have
+         * grown (and moved) since the definitions were last taken. */
+        if (s->in->d && mtl_reader_stack_count(s->r) != s->in->d->nnodes)
+            mtl__reader_defs(s->r, s->in->d);
+        for (size_t i = 0; i < b->n && rc >= 0; i++) {
+            uint64_t ordinal = s->allocations++;
+            if (s->alloc_filters &&
+                !mtl_filter_at_alloc(f, b->size[i], tid_of(s->r, b->thread[i]), b->thread[i],
+                                     b->time_us[i]))
+                continue;
+            int passes = stack_passes(s, b->stack[i]);
+            if (passes <= 0) {
+                rc = passes;
+                continue;
+            }
+            double wc, wb;
+            mtl__weights(info->mode, info->sample_rate, b->size[i], &wc, &wb);
+            if (sums) { /* the common case, without a block made */
+                rc = mtl_stackagg_add(sums, b->thread[i], b->stack[i], wc, wb, 0);
+                continue;
+            }
+            struct mtl_block blk = {
+                .size = b->size[i], .alloc_us = b->time_us[i], .free_us = MTL_NEVER,
+                .ordinal = ordinal, .alloc_seq = b->seq[i], .free_seq = MTL_NEVER,
+                .stack = b->stack[i], .thread = b->thread[i],
+                .weight_count = wc, .weight_bytes = wb,
+            };
+            rc = report_block(s, &blk);
+        }
+        if (rc < 0)
+            break;
+    }
+    free(b);
+    if (rc < 0)
+        return rc;
+    s->end_us = info->duration_us;
+    if (s->in->d)
+        mtl__reader_defs(s->r, s->in->d);
     return 0;
 }
 
@@ -309,7 +355,7 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
     struct scan s = { .f = f, .in = in, .r = in->r, .ops = ops, .arg = arg };
     s.two_pass = ops->event && !mtl_filter_decidable_at_alloc(f);
     s.pass = s.two_pass ? 1 : 0;
-    s.at_alloc = ops->alloc_only && ops->block && !ops->event &&
+    s.at_alloc = ops->alloc_only && (ops->block || ops->sums) && !ops->event &&
                  mtl_filter_decidable_at_alloc(f);
     s.alloc_filters = f->size.set || f->allocated.set || f->thread_set;
     if (s.at_alloc)
@@ -317,7 +363,7 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
     /* end_us is needed by --lifetime for blocks never freed, before the
      * end is reached: the duration is known only at the end, so those are
      * settled after the loop (report_remaining). */
-    int rc = one_pass(&s);
+    int rc = s.at_alloc ? alloc_pass(&s) : one_pass(&s);
     struct mtl_reader *r2 = NULL;
     if (rc == 0 && s.two_pass) {
         rc = in->reopen(in->reopen_arg, &r2);

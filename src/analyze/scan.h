@@ -20,6 +20,7 @@
 
 struct mtl_view;
 struct mtl_defs;
+struct mtl_stackagg;
 
 struct mtl_block {
     uint64_t ptr, size;
@@ -60,11 +61,10 @@ struct mtl_scan_ops {
      * an index decodes only these.  In events, a free's block has its
      * size, free time and number (ordinal) only, from an index. */
     unsigned needs;
-    /* Set when ops->block only adds up weights per (thread, stack): the
-     * engine may then hand it each (thread, stack)'s sums as one block
-     * (weight_count and weight_bytes the sums, size 0), which an index
-     * knows without reading the blocks. */
-    int sums_only;
+    /* Instead of block: the weights of the blocks that pass are added
+     * up here per (thread, stack), which an index knows without reading
+     * the blocks (alloc_only must be set as well). */
+    struct mtl_stackagg *sums;
 };
 
 enum mtl_need {

@@ -1,9 +1,11 @@
 /*
  * reader.c: the public trace reader (include/memtally/trace.h).
  *
- * Reads a trace block by block (docs/FORMAT.md): checks each block header,
- * decompresses its zstd frame (whose checksum catches damage), and decodes
- * its records one at a time.  Definitions (stack nodes, modules, threads,
+ * Reads a trace block by block (docs/FORMAT.md): blocks.c checks each
+ * block header, decompresses its zstd frame (whose checksum catches damage)
+ * and decodes its side streams to numbers, on worker threads when asked
+ * (mtl_reader_threads); here the records are decoded one at a time, in
+ * order, with the state that runs from block to block.  Definitions (stack nodes, modules, threads,
  * strings) are kept; events are handed out and forgotten, so memory grows
  * with unique stacks, never with events.
  *
@@ -25,6 +27,8 @@
 #include <zstd.h>
 
 #include "common/varint.h"
+#include "trace/allocs.h"
+#include "trace/blocks.h"
 #include "trace/defs.h"
 #include "trace/format.h"
 
@@ -47,12 +51,15 @@ struct mtl_reader {
     uint64_t pos;
     struct mtl_trace_info info;
     char *program, *command_line;
-    ZSTD_DCtx *dctx;
-    uint8_t *cbuf, *raw;
-    size_t cbuf_cap;
-    /* the current block's streams (docs/FORMAT.md): what is left of each */
-    const uint8_t *sp[MTL_STREAMS], *se[MTL_STREAMS];
+    struct mtl_blocks *src;
+    unsigned workers;       /* mtl_reader_threads, started at the second block */
+    /* the current block: what is left of its MAIN stream, and how many of
+     * each other stream's numbers are used */
+    const struct mtl_block *blk;
+    const uint8_t *sp, *se;
+    uint32_t vi[MTL_STREAMS];
     uint64_t blocks;
+    uint64_t seq;           /* allocations and frees so far */
     int at_eof;
     int follow;             /* a trace still being written: wait, don't judge */
     int no_pointers;        /* pointers are not wanted: their stream is skipped */
@@ -138,88 +145,73 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 }
 
 /* Loads the next block.  Returns 1, 0 at the end (truncated is set when the
- * file stops inside a block), or a negative code. */
-/* The end of what is there: a whole trace is truncated; one that is
- * followed is read again from start next time. */
-static int partial_block(struct mtl_reader *r, uint64_t start)
-{
-    if (r->follow) {
-        r->pos = start; /* read this block again once it is whole */
-        return 0;
-    }
-    r->info.truncated = 1;
-    return 0;
-}
-
+ * input stops inside a block; a followed trace reads that block again next
+ * time), or a negative code. */
 static int next_block(struct mtl_reader *r)
 {
-    uint8_t h[MTL_BLOCK_HEADER_SIZE];
-    uint64_t start = r->pos;
-    ssize_t n = read_at(r, start, h, sizeof h);
-    if (n < 0)
-        return from_errno(errno);
-    if (n == 0)
+    const struct mtl_block *b;
+    if (r->workers && r->blocks > 0 && !r->follow) {
+        mtl__blocks_workers(r->src, r->workers);
+        r->workers = 0;
+    }
+    int rc = mtl__blocks_next(r->src, &b);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        if (r->follow) /* what is not there yet may come */
+            mtl__blocks_rewind(r->src, b->start, b->number);
+        else if (b->partial)
+            r->info.truncated = 1;
         return 0;
-    if (n < (ssize_t)sizeof h)
-        return partial_block(r, start);
-    uint32_t csize = mtl__get_u32le(h + 4), rsize = mtl__get_u32le(h + 8);
-    if (mtl__get_u32le(h) != MTL_BLOCK_MAGIC ||
-        mtl__get_u32le(h + 12) != mtl__block_check(csize, rsize, r->blocks) ||
-        rsize > MTL_BLOCK_MAX_RAW || csize > ZSTD_compressBound(MTL_BLOCK_MAX_RAW))
-        return MTL_ECORRUPT;
-    if (csize > r->cbuf_cap) {
-        uint8_t *b = realloc(r->cbuf, csize);
-        if (!b)
-            return MTL_ENOMEM;
-        r->cbuf = b;
-        r->cbuf_cap = csize;
     }
-    n = read_at(r, start + sizeof h, r->cbuf, csize);
-    if (n < 0)
-        return from_errno(errno);
-    if ((size_t)n < csize)
-        return partial_block(r, start);
-    r->pos = start + sizeof h + csize;
-    size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, MTL_BLOCK_MAX_RAW, r->cbuf, csize);
-    if (ZSTD_isError(got) || got != rsize)
-        return MTL_ECORRUPT;
-    /* The stream table: their number, their lengths, then the streams. */
-    const uint8_t *p = r->raw, *end = r->raw + rsize;
-    uint64_t nstreams, len[MTL_STREAMS];
-    if (mtl__get_varint(&p, end, &nstreams) < 0 || nstreams != MTL_STREAMS)
-        return MTL_ECORRUPT;
-    for (int i = 0; i < MTL_STREAMS; i++)
-        if (mtl__get_varint(&p, end, &len[i]) < 0)
-            return MTL_ECORRUPT;
-    for (int i = 0; i < MTL_STREAMS; i++) {
-        if (len[i] > (uint64_t)(end - p))
-            return MTL_ECORRUPT;
-        r->sp[i] = p;
-        r->se[i] = p += len[i];
-    }
-    if (p != end)
-        return MTL_ECORRUPT;
+    r->blk = b;
+    r->sp = b->main;
+    r->se = b->main_end;
+    memset(r->vi, 0, sizeof r->vi);
+    r->pos = b->end;
     r->blocks++;
     return 1;
 }
 
-/* Reads a varint from a stream, or returns MTL_ECORRUPT. */
-#define GETS(stream, v)                                                      \
+/* Whether every number of the block's side streams was used, as the
+ * records say they must be. */
+static int block_used_up(struct mtl_reader *r)
+{
+    for (int i = 1; i < MTL_STREAMS; i++) {
+        if (i == MTL_S_PTR && r->no_pointers)
+            continue;
+        if (!r->blk->val[i] && mtl__block_stream(r->src, i) < 0)
+            return MTL_ENOMEM;
+        if (r->vi[i] != r->blk->nval[i] || r->blk->bad[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Reads a varint from the MAIN stream, or returns MTL_ECORRUPT. */
+#define GET(v)                                                               \
     do {                                                                     \
-        if (mtl__get_varint(&r->sp[stream], r->se[stream], &(v)) < 0)        \
+        if (mtl__get_varint(&r->sp, r->se, &(v)) < 0)                        \
             return MTL_ECORRUPT;                                             \
     } while (0)
-#define GET(v) GETS(MTL_S_MAIN, v)
+
+/* Takes the next number of another stream, or returns MTL_ECORRUPT. */
+#define GETS(stream, v)                                                      \
+    do {                                                                     \
+        if (r->vi[stream] >= r->blk->nval[stream])                           \
+            return MTL_ECORRUPT;                                             \
+        (v) = r->blk->val[stream][r->vi[stream]++];                          \
+    } while (0)
 
 static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
 {
     uint64_t len;
     GET(len);
-    if (len > (uint64_t)(r->se[MTL_S_MAIN] - r->sp[MTL_S_MAIN]))
+    if (len > (uint64_t)(r->se - r->sp))
         return MTL_ECORRUPT;
-    *s = r->sp[MTL_S_MAIN];
+    *s = r->sp;
     *n = (size_t)len;
-    r->sp[MTL_S_MAIN] += len;
+    r->sp += len;
     return 0;
 }
 
@@ -231,6 +223,8 @@ static int get_ptr(struct mtl_reader *r, uint64_t *ptr)
         *ptr = 0;
         return 0;
     }
+    if (!r->blk->val[MTL_S_PTR] && mtl__block_stream(r->src, MTL_S_PTR) < 0)
+        return MTL_ENOMEM; /* pointers wanted after the block was decoded */
     GETS(MTL_S_PTR, k);
     if (k > MTL_PTR_WINDOW)
         return MTL_ECORRUPT;
@@ -373,9 +367,9 @@ static int read_module(struct mtl_reader *r, struct mtl_event *ev)
         return MTL_ENOMEM;
     for (uint64_t i = 0; i < nseg; i++) {
         uint64_t flags;
-        if (mtl__get_varint(&r->sp[MTL_S_MAIN], r->se[MTL_S_MAIN], &seg[i].vaddr) < 0 ||
-            mtl__get_varint(&r->sp[MTL_S_MAIN], r->se[MTL_S_MAIN], &seg[i].memsz) < 0 ||
-            mtl__get_varint(&r->sp[MTL_S_MAIN], r->se[MTL_S_MAIN], &flags) < 0) {
+        if (mtl__get_varint(&r->sp, r->se, &seg[i].vaddr) < 0 ||
+            mtl__get_varint(&r->sp, r->se, &seg[i].memsz) < 0 ||
+            mtl__get_varint(&r->sp, r->se, &flags) < 0) {
             free(seg);
             return MTL_ECORRUPT;
         }
@@ -413,7 +407,7 @@ static int read_stack_nodes(struct mtl_reader *r)
     /* Each node takes at least two bytes: a count beyond what is left is
      * a lie, caught before it costs memory. */
     if (first != r->nnodes || count > MAX_NODES - r->nnodes ||
-        count > (uint64_t)(r->se[MTL_S_MAIN] - r->sp[MTL_S_MAIN]) / 2)
+        count > (uint64_t)(r->se - r->sp) / 2)
         return MTL_ECORRUPT;
     uint32_t need = r->nnodes + (uint32_t)count;
     uint32_t cap = r->nodes_cap;
@@ -504,7 +498,7 @@ static int advance_time(struct mtl_reader *r, struct mtl_event *ev)
 /* Decodes one record; returns 1 when it filled *ev, 0 for a definition. */
 static int read_record(struct mtl_reader *r, struct mtl_event *ev)
 {
-    uint8_t type = *r->sp[MTL_S_MAIN]++;
+    uint8_t type = *r->sp++;
     uint64_t v, v2;
     int rc;
     /* The hot records fill every field themselves; the rest start clean. */
@@ -647,30 +641,110 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
     }
 }
 
+/* Done with the current block: checks that its streams were used up and
+ * loads the next.  1, 0 at the end (for now, when followed), or a negative
+ * code. */
+static int advance_block(struct mtl_reader *r)
+{
+    if (r->blk) {
+        int used = block_used_up(r);
+        if (used <= 0)
+            return used < 0 ? used : MTL_ECORRUPT; /* fields no record used */
+        r->blk = NULL;
+    }
+    if (r->at_eof)
+        return 0;
+    int rc = next_block(r);
+    if (rc != 0)
+        return rc;
+    if (r->follow)
+        return 0; /* more may come: call again later */
+    r->at_eof = 1;
+    if (!r->info.complete)
+        r->info.truncated = 1;
+    return 0;
+}
+
 int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
 {
     for (;;) {
-        while (r->sp[MTL_S_MAIN] < r->se[MTL_S_MAIN]) {
+        while (r->sp < r->se) {
             int rc = read_record(r, ev);
-            if (rc != 0)
+            if (rc != 0) {
+                if (rc > 0 && (ev->type == MTL_EV_ALLOC || ev->type == MTL_EV_FREE))
+                    r->seq++;
                 return rc;
+            }
         }
-        for (int i = 1; i < MTL_STREAMS; i++)
-            if (r->sp[i] != r->se[i] && !(i == MTL_S_PTR && r->no_pointers))
-                return MTL_ECORRUPT; /* fields no record used */
-        if (r->at_eof)
-            return 0;
-        int rc = next_block(r);
+        int rc = advance_block(r);
+        if (rc <= 0)
+            return rc;
+    }
+}
+
+/* The same records as read_record decodes, ALLOC and FREE without an
+ * event in between. */
+int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
+{
+    out->n = 0;
+    for (;;) {
+        while (r->sp < r->se && out->n < MTL_ALLOCS_BATCH) {
+            uint8_t type = *r->sp;
+            uint64_t dt, size, stack, ptr;
+            int rc;
+            if (type == MTL_REC_ALLOC) {
+                r->sp++;
+                GETS(MTL_S_TIME, dt);
+                GETS(MTL_S_SIZE, size);
+                GETS(MTL_S_STACK, stack);
+                if ((rc = get_ptr(r, &ptr)) < 0)
+                    return rc;
+                if (stack >= r->nnodes)
+                    return MTL_ECORRUPT;
+                r->last_us += dt;
+                r->info.complete = 0; /* as for any record but END */
+                size_t i = out->n++;
+                out->seq[i] = r->seq++;
+                out->time_us[i] = r->last_us;
+                out->size[i] = size;
+                out->stack[i] = (uint32_t)stack;
+                out->thread[i] = r->cur_thread;
+                out->tag[i] = 0;
+            } else if (type == MTL_REC_FREE) {
+                r->sp++;
+                GETS(MTL_S_TIME, dt);
+                if ((rc = get_ptr(r, &ptr)) < 0)
+                    return rc;
+                r->last_us += dt;
+                r->info.complete = 0;
+                r->seq++;
+            } else {
+                struct mtl_event ev;
+                /* read_record keeps the longest time: bring it up to date */
+                if (r->last_us > r->info.duration_us)
+                    r->info.duration_us = r->last_us;
+                if ((rc = read_record(r, &ev)) < 0)
+                    return rc;
+                if (rc > 0 && ev.type == MTL_EV_ALLOC) {
+                    size_t i = out->n++;
+                    out->seq[i] = r->seq++;
+                    out->time_us[i] = ev.time_us;
+                    out->size[i] = ev.size;
+                    out->stack[i] = ev.stack;
+                    out->thread[i] = ev.thread;
+                    out->tag[i] = ev.tag;
+                }
+            }
+        }
+        if (r->last_us > r->info.duration_us)
+            r->info.duration_us = r->last_us;
+        if (out->n == MTL_ALLOCS_BATCH)
+            return 1;
+        int rc = advance_block(r);
         if (rc < 0)
             return rc;
-        if (rc == 0) {
-            if (r->follow)
-                return 0; /* more may come: call again later */
-            r->at_eof = 1;
-            if (!r->info.complete)
-                r->info.truncated = 1;
-            return 0;
-        }
+        if (rc == 0)
+            return out->n > 0;
     }
 }
 
@@ -698,11 +772,9 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
     r->pos = MTL_FILE_HEADER_SIZE;
     r->info.version = MTL_FORMAT_VERSION;
     r->info.program = r->info.command_line = "";
-    r->dctx = ZSTD_createDCtx();
-    r->raw = malloc(MTL_BLOCK_MAX_RAW);
     r->nnodes = 1;
     uint32_t cap = 0;
-    if (!r->dctx || !r->raw ||
+    if (mtl__blocks_open(&r->src, r->mem ? -1 : r->fd, r->mem, r->mem_size, r->pos, 0) < 0 ||
         grow((void **)&r->parent, &cap, 1024, sizeof *r->parent) < 0 ||
         (cap = 0, grow((void **)&r->frame, &cap, 1024, sizeof *r->frame) < 0) ||
         (cap = 0, grow((void **)&r->custom, &cap, 1024, sizeof *r->custom) < 0) ||
@@ -716,11 +788,10 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
     rc = next_block(r);
     if (rc == 0)
         rc = MTL_ECORRUPT; /* not even the header: nothing to read */
-    if (rc > 0 && (r->sp[MTL_S_MAIN] >= r->se[MTL_S_MAIN] ||
-                   *r->sp[MTL_S_MAIN] != MTL_REC_HEADER))
+    if (rc > 0 && (r->sp >= r->se || *r->sp != MTL_REC_HEADER))
         rc = MTL_ECORRUPT;
     if (rc > 0) {
-        r->sp[MTL_S_MAIN]++;
+        r->sp++;
         rc = read_header(r);
     }
     if (rc < 0) {
@@ -786,6 +857,12 @@ void mtl_reader_follow(struct mtl_reader *r, int on)
 void mtl_reader_skip_pointers(struct mtl_reader *r, int skip)
 {
     r->no_pointers = skip;
+    mtl__blocks_want_pointers(r->src, !skip);
+}
+
+void mtl_reader_threads(struct mtl_reader *r, unsigned n)
+{
+    r->workers = n;
 }
 
 const struct mtl_trace_info *mtl_reader_info(const struct mtl_reader *r)
@@ -886,9 +963,7 @@ void mtl_reader_close(struct mtl_reader *r)
         return;
     if (r->own_fd && r->fd >= 0)
         close(r->fd);
-    ZSTD_freeDCtx(r->dctx);
-    free(r->cbuf);
-    free(r->raw);
+    mtl__blocks_close(r->src);
     free(r->program);
     free(r->command_line);
     free(r->parent);

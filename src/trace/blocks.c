@@ -1,0 +1,418 @@
+/*
+ * blocks.c: see blocks.h.
+ *
+ * Blocks go through slots.  Without workers there is one, filled by
+ * mtl__blocks_next itself.  With workers there are a few more than
+ * workers: block n goes to slot n % nslots.  A worker claims the next
+ * block under the lock (reads its 16-byte header, which says where the
+ * one after starts), then reads, decompresses and decodes it unlocked;
+ * the reader takes the slots in block order and frees each when it asks
+ * for the next.  So the reader sees exactly the blocks, and the errors,
+ * it would see reading alone, in the same order.
+ */
+#include "trace/blocks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "common/varint.h"
+#include "memtally/errors.h"
+
+enum { FREE, BUSY, READY };
+
+struct slot {
+    struct mtl_block blk;
+    int state;
+    uint32_t csize, rsize;
+    uint8_t *raw;
+    size_t raw_cap;
+    const uint8_t *sp[MTL_STREAMS], *se[MTL_STREAMS]; /* each stream's bytes */
+    uint64_t *vals[MTL_STREAMS];
+    size_t vals_cap[MTL_STREAMS];
+};
+
+/* What decoding needs of its own on each thread. */
+struct decoder {
+    ZSTD_DCtx *dctx;
+    uint8_t *cbuf;
+    size_t cbuf_cap;
+};
+
+struct mtl_blocks {
+    int fd;
+    const uint8_t *mem;
+    size_t mem_size;
+    _Atomic int want_ptr;
+
+    struct slot *slots;
+    unsigned nslots;
+    struct slot *cur;      /* handed out, freed at the next call */
+    struct slot *final;    /* the end or an error, handed out from then on */
+    struct decoder own;
+
+    /* the next block to claim (under mu once workers run) */
+    uint64_t pos, number;
+    int ended;             /* the end or an error was claimed */
+
+    unsigned nworkers;
+    pthread_t *threads;
+    unsigned started;      /* workers running */
+    int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    uint64_t next_out;     /* the number of the block to hand out next */
+};
+
+static int from_errno(int e)
+{
+    return e == ENOMEM ? MTL_ENOMEM : MTL_EIO;
+}
+
+/* Up to n bytes at off; how many (fewer at the end), or -1 with errno. */
+static ssize_t read_at(const struct mtl_blocks *b, uint64_t off, void *buf, size_t n)
+{
+    if (b->mem) {
+        if (off >= b->mem_size)
+            return 0;
+        size_t left = b->mem_size - (size_t)off;
+        if (n > left)
+            n = left;
+        memcpy(buf, b->mem + off, n);
+        return (ssize_t)n;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(b->fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+static void finish(struct slot *s, int status, int partial)
+{
+    s->blk.status = status;
+    s->blk.partial = partial;
+}
+
+/* Claims the next block into s: reads and checks its header and moves on
+ * past it; or, at the end or on an error, marks the claims ended. */
+static void claim(struct mtl_blocks *b, struct slot *s)
+{
+    uint8_t h[MTL_BLOCK_HEADER_SIZE];
+    memset(&s->blk, 0, sizeof s->blk);
+    s->blk.number = b->number;
+    s->blk.start = b->pos;
+    ssize_t n = read_at(b, b->pos, h, sizeof h);
+    if (n <= 0 || n < (ssize_t)sizeof h) {
+        finish(s, n < 0 ? from_errno(errno) : 0, n > 0);
+        b->ended = 1;
+        return;
+    }
+    uint32_t csize = mtl__get_u32le(h + 4), rsize = mtl__get_u32le(h + 8);
+    if (mtl__get_u32le(h) != MTL_BLOCK_MAGIC ||
+        mtl__get_u32le(h + 12) != mtl__block_check(csize, rsize, b->number) ||
+        rsize > MTL_BLOCK_MAX_RAW || csize > ZSTD_compressBound(MTL_BLOCK_MAX_RAW)) {
+        finish(s, MTL_ECORRUPT, 0);
+        b->ended = 1;
+        return;
+    }
+    s->csize = csize;
+    s->rsize = rsize;
+    s->blk.end = b->pos + sizeof h + csize;
+    s->blk.status = 1;
+    b->pos = s->blk.end;
+    b->number++;
+}
+
+/* Decodes stream i of s's payload into numbers. */
+static int decode_stream(struct slot *s, int i)
+{
+    const uint8_t *p = s->sp[i], *e = s->se[i];
+    size_t len = (size_t)(e - p);
+    if (len > s->vals_cap[i]) {
+        uint64_t *v = realloc(s->vals[i], len * sizeof *v);
+        if (!v)
+            return MTL_ENOMEM;
+        s->vals[i] = v;
+        s->vals_cap[i] = len;
+    }
+    uint64_t *o = s->vals[i];
+    while (p < e) {
+        if (*p < 0x80) {
+            *o++ = *p++; /* most fields fit in one byte */
+            continue;
+        }
+        if (mtl__get_varint(&p, e, o) < 0) {
+            s->blk.bad[i] = 1;
+            break;
+        }
+        o++;
+    }
+    s->blk.val[i] = s->vals[i];
+    s->blk.nval[i] = (uint32_t)(o - s->vals[i]);
+    return 0;
+}
+
+/* Reads, decompresses and decodes the block claimed into s. */
+static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
+{
+    const uint8_t *c;
+    uint64_t at = s->blk.start + MTL_BLOCK_HEADER_SIZE;
+    if (b->mem) {
+        if (at > b->mem_size || s->csize > b->mem_size - at)
+            return finish(s, 0, 1);
+        c = b->mem + at;
+    } else {
+        if (s->csize > d->cbuf_cap) {
+            uint8_t *p = realloc(d->cbuf, s->csize);
+            if (!p)
+                return finish(s, MTL_ENOMEM, 0);
+            d->cbuf = p;
+            d->cbuf_cap = s->csize;
+        }
+        ssize_t n = read_at(b, at, d->cbuf, s->csize);
+        if (n < 0)
+            return finish(s, from_errno(errno), 0);
+        if ((size_t)n < s->csize)
+            return finish(s, 0, 1);
+        c = d->cbuf;
+    }
+    if (s->rsize > s->raw_cap || !s->raw) {
+        size_t cap = s->rsize ? s->rsize : 1;
+        uint8_t *p = realloc(s->raw, cap);
+        if (!p)
+            return finish(s, MTL_ENOMEM, 0);
+        s->raw = p;
+        s->raw_cap = cap;
+    }
+    size_t got = ZSTD_decompressDCtx(d->dctx, s->raw, s->rsize, c, s->csize);
+    if (ZSTD_isError(got) || got != s->rsize)
+        return finish(s, MTL_ECORRUPT, 0);
+    /* The stream table: their number, their lengths, then the streams. */
+    const uint8_t *p = s->raw, *end = s->raw + s->rsize;
+    uint64_t nstreams, len[MTL_STREAMS];
+    if (mtl__get_varint(&p, end, &nstreams) < 0 || nstreams != MTL_STREAMS)
+        return finish(s, MTL_ECORRUPT, 0);
+    for (int i = 0; i < MTL_STREAMS; i++)
+        if (mtl__get_varint(&p, end, &len[i]) < 0)
+            return finish(s, MTL_ECORRUPT, 0);
+    for (int i = 0; i < MTL_STREAMS; i++) {
+        if (len[i] > (uint64_t)(end - p))
+            return finish(s, MTL_ECORRUPT, 0);
+        s->sp[i] = p;
+        s->se[i] = p += len[i];
+    }
+    if (p != end)
+        return finish(s, MTL_ECORRUPT, 0);
+    s->blk.main = s->sp[MTL_S_MAIN];
+    s->blk.main_end = s->se[MTL_S_MAIN];
+    for (int i = 1; i < MTL_STREAMS; i++) {
+        if (i == MTL_S_PTR && !b->want_ptr)
+            continue;
+        if (decode_stream(s, i) < 0)
+            return finish(s, MTL_ENOMEM, 0);
+    }
+}
+
+static void *worker(void *arg)
+{
+    struct mtl_blocks *b = arg;
+    struct decoder d = { ZSTD_createDCtx(), NULL, 0 };
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        struct slot *s = &b->slots[b->number % b->nslots];
+        if (b->stop)
+            break;
+        if (b->ended || s->state != FREE) {
+            pthread_cond_wait(&b->work, &b->mu);
+            continue;
+        }
+        claim(b, s);
+        s->state = BUSY;
+        pthread_mutex_unlock(&b->mu);
+        if (s->blk.status == 1) {
+            if (d.dctx)
+                decode(b, s, &d);
+            else
+                finish(s, MTL_ENOMEM, 0);
+        }
+        pthread_mutex_lock(&b->mu);
+        s->state = READY;
+        pthread_cond_broadcast(&b->done);
+    }
+    pthread_mutex_unlock(&b->mu);
+    ZSTD_freeDCtx(d.dctx);
+    free(d.cbuf);
+    return NULL;
+}
+
+int mtl__blocks_open(struct mtl_blocks **out, int fd, const uint8_t *mem, size_t mem_size,
+                     uint64_t pos, uint64_t number)
+{
+    struct mtl_blocks *b = calloc(1, sizeof *b);
+    if (!b)
+        return MTL_ENOMEM;
+    b->fd = fd;
+    b->mem = mem;
+    b->mem_size = mem_size;
+    b->want_ptr = 1;
+    b->pos = pos;
+    b->number = b->next_out = number;
+    b->nslots = 1;
+    b->slots = calloc(1, sizeof *b->slots);
+    b->own.dctx = ZSTD_createDCtx();
+    if (!b->slots || !b->own.dctx) {
+        mtl__blocks_close(b);
+        return MTL_ENOMEM;
+    }
+    *out = b;
+    return 0;
+}
+
+/* The slots' buffers. */
+static void free_slots(struct mtl_blocks *b)
+{
+    for (unsigned i = 0; b->slots && i < b->nslots; i++) {
+        free(b->slots[i].raw);
+        for (int k = 0; k < MTL_STREAMS; k++)
+            free(b->slots[i].vals[k]);
+    }
+    free(b->slots);
+}
+
+void mtl__blocks_workers(struct mtl_blocks *b, unsigned n)
+{
+    if (b->started || b->final)
+        return;
+    if (n > 16)
+        n = 16;
+    struct slot *s = n ? calloc(n + 2, sizeof *s) : NULL;
+    if (!s)
+        return; /* no workers then: the same blocks, read on one thread */
+    free_slots(b); /* the block handed out last is done with */
+    b->cur = NULL;
+    b->next_out = b->number;
+    b->slots = s;
+    b->nslots = n + 2;
+    b->nworkers = n;
+}
+
+void mtl__blocks_want_pointers(struct mtl_blocks *b, int want)
+{
+    b->want_ptr = want;
+}
+
+/* Starts the workers; any that cannot start leave the work to the rest,
+ * and with none the caller decodes after all. */
+static void start(struct mtl_blocks *b)
+{
+    if (pthread_mutex_init(&b->mu, NULL) != 0)
+        goto alone;
+    if (pthread_cond_init(&b->work, NULL) != 0) {
+        pthread_mutex_destroy(&b->mu);
+        goto alone;
+    }
+    if (pthread_cond_init(&b->done, NULL) != 0) {
+        pthread_cond_destroy(&b->work);
+        pthread_mutex_destroy(&b->mu);
+        goto alone;
+    }
+    if (!(b->threads = calloc(b->nworkers, sizeof *b->threads)))
+        goto none;
+    for (unsigned i = 0; i < b->nworkers; i++) {
+        if (pthread_create(&b->threads[i], NULL, worker, b) != 0)
+            break;
+        b->started++;
+    }
+    if (b->started)
+        return;
+none:
+    pthread_cond_destroy(&b->done);
+    pthread_cond_destroy(&b->work);
+    pthread_mutex_destroy(&b->mu);
+alone:
+    b->nworkers = 0;
+}
+
+int mtl__blocks_next(struct mtl_blocks *b, const struct mtl_block **out)
+{
+    if (b->final) {
+        *out = &b->final->blk;
+        return b->final->blk.status;
+    }
+    if (b->nworkers && !b->started)
+        start(b);
+    struct slot *s;
+    if (!b->started) {
+        s = &b->slots[0];
+        claim(b, s);
+        if (s->blk.status == 1)
+            decode(b, s, &b->own);
+    } else {
+        pthread_mutex_lock(&b->mu);
+        if (b->cur) {
+            b->cur->state = FREE;
+            pthread_cond_broadcast(&b->work);
+        }
+        s = &b->slots[b->next_out % b->nslots];
+        while (!(s->state == READY && s->blk.number == b->next_out))
+            pthread_cond_wait(&b->done, &b->mu);
+        b->next_out++;
+        pthread_mutex_unlock(&b->mu);
+    }
+    b->cur = s;
+    if (s->blk.status != 1)
+        b->final = s;
+    *out = &s->blk;
+    return s->blk.status;
+}
+
+void mtl__blocks_rewind(struct mtl_blocks *b, uint64_t pos, uint64_t number)
+{
+    if (b->started)
+        return;
+    b->final = b->cur = NULL;
+    b->pos = pos;
+    b->number = b->next_out = number;
+    b->ended = 0;
+}
+
+int mtl__block_stream(struct mtl_blocks *b, enum mtl__stream s)
+{
+    if (!b->cur || b->cur->blk.status != 1 || b->cur->blk.val[s] || s == MTL_S_MAIN)
+        return 0;
+    return decode_stream(b->cur, s);
+}
+
+void mtl__blocks_close(struct mtl_blocks *b)
+{
+    if (!b)
+        return;
+    if (b->started) {
+        pthread_mutex_lock(&b->mu);
+        b->stop = 1;
+        pthread_cond_broadcast(&b->work);
+        pthread_mutex_unlock(&b->mu);
+        for (unsigned i = 0; i < b->started; i++)
+            pthread_join(b->threads[i], NULL);
+        pthread_cond_destroy(&b->done);
+        pthread_cond_destroy(&b->work);
+        pthread_mutex_destroy(&b->mu);
+    }
+    free(b->threads);
+    free_slots(b);
+    ZSTD_freeDCtx(b->own.dctx);
+    free(b->own.cbuf);
+    free(b);
+}
