@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "memtally/errors.h"
 
-static const char common_usage[] =
+static const char filter_usage[] =
     "filters (a block is analysed only if it passes all):\n"
     "  --allocated-between A,B   allocated in [A, B]\n"
     "  --live-at T               allocated by T and not freed by T\n"
@@ -32,9 +32,13 @@ static const char common_usage[] =
     "  --keep-alloc-frames       show the allocator's frames and wrappers as sites\n"
     "  --sysroot DIR             binaries and libraries are under DIR\n"
     "  --debug-dir DIR           look for separate debug files in DIR too\n"
-    "\n"
+    "\n";
+
+static const char output_usage[] =
     "output:\n"
-    "  --json                    JSON (docs/ANALYSIS.md)\n"
+    "  --json                    JSON (docs/ANALYSIS.md)\n";
+
+static const char table_usage[] =
     "  --wide                    never cut long names (default: to fit COLUMNS, the\n"
     "                            terminal, or 128 columns)\n"
     "  --no-index                read the trace itself, not its index\n";
@@ -188,11 +192,16 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
                 fputs("  --stacks N                 under each row, its N heaviest call paths\n",
                       stdout);
             putchar('\n');
-            fputs(common_usage, stdout);
+            if (!(flags & CLI_WHOLE_TRACE))
+                fputs(filter_usage, stdout);
+            fputs(output_usage, stdout);
+            if (!(flags & CLI_WHOLE_TRACE))
+                fputs(table_usage, stdout);
             *exit_code = 0;
             return 1;
         }
-        if (!strcmp(s, "--json") || !strcmp(s, "--wide") || !strcmp(s, "--no-index")) {
+        if (!strcmp(s, "--json") ||
+            (!(flags & CLI_WHOLE_TRACE) && (!strcmp(s, "--wide") || !strcmp(s, "--no-index")))) {
             if (s[2] == 'j')
                 a->json = 1;
             else if (s[2] == 'w')
@@ -202,7 +211,7 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
             i++;
             continue;
         }
-        int rc = filter_option(a, argc, argv, &i);
+        int rc = flags & CLI_WHOLE_TRACE ? 0 : filter_option(a, argc, argv, &i);
         if (rc < 0)
             return 1;
         if (rc > 0)

@@ -22,6 +22,7 @@ enum {
     CLI_TOP = 1,         /* --top N */
     CLI_STACKS = 2,      /* --stacks N: call paths under each row */
     CLI_TWO_TRACES = 4,  /* BASE NEW */
+    CLI_WHOLE_TRACE = 8, /* about the whole trace: no filters, frames, tables */
 };
 
 struct analysis {

@@ -32,7 +32,7 @@ int cmd_index(int argc, char **argv)
 {
     struct analysis a = { 0 };
     int code;
-    if (analysis_parse(&a, argc, argv, usage, 0, NULL, NULL, &code))
+    if (analysis_parse(&a, argc, argv, usage, CLI_WHOLE_TRACE, NULL, NULL, &code))
         return code;
     if (a.eopt.index == MTL_INDEX_OFF) {
         cli_error("index: indexes are off (--no-index or MEMTALLY_INDEX=off)");

@@ -8,13 +8,13 @@ static const char usage[] =
     "\n"
     "What a trace holds: program, mode, duration, threads, and the totals of\n"
     "allocations, frees, bytes, the peak of live bytes and what was live at\n"
-    "the end (the filters do not apply).\n";
+    "the end.\n";
 
 int cmd_info(int argc, char **argv)
 {
     struct analysis a = { 0 };
     int code;
-    if (analysis_parse(&a, argc, argv, usage, 0, NULL, NULL, &code))
+    if (analysis_parse(&a, argc, argv, usage, CLI_WHOLE_TRACE, NULL, NULL, &code))
         return code;
     struct mtl_engine *e = analysis_open(&a, a.path);
     if (!e)
