@@ -23,7 +23,8 @@ extern "C" {
     X(INVAL, "invalid argument")                                             \
     X(NOENT, "no such file or directory")                                    \
     X(ACCES, "permission denied")                                            \
-    X(STOPPED, "stopped by the caller")
+    X(STOPPED, "stopped by the caller")                                      \
+    X(BADINDEX, "the trace's index is damaged: it was removed, run again")
 
 enum {
     MTL_E_FIRST_ = -1000,

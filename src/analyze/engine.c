@@ -284,6 +284,18 @@ static int pass_event(void *arg, const struct mtl_event *ev, const struct mtl_bl
     return p->inner->event(p->arg, ev, b, passes);
 }
 
+/* A query of the index found damage in it (a column's checksum, checked
+ * as it is read): the index file goes, so that the next analysis builds
+ * it anew, and the query fails saying so (what it had handed out so far
+ * cannot be taken back). */
+static int index_result(struct mtl_engine *e, int rc)
+{
+    if (rc != MTL_ECORRUPT)
+        return rc;
+    mtl_index_discard(e->ix);
+    return MTL_EBADINDEX;
+}
+
 /* Whether a scan should be answered by the index: when there is one, and
  * when building one costs less than what the scan does without it (a scan
  * that follows frees matches every address, as building does, and twice
@@ -313,7 +325,8 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
         if (!e->ix && (rc = build_index(e)) < 0 && rc != MTL_ENOMEM)
             return rc;
         if (e->ix)
-            return mtl__index_scan(e->ix, &e->defs, v, f, threads_of(e), ops, arg, res);
+            return index_result(e, mtl__index_scan(e->ix, &e->defs, v, f, threads_of(e), ops,
+                                                   arg, res));
     }
     if (e->r_fresh) {
         r = e->r;
@@ -504,7 +517,7 @@ int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl
         if (rc < 0 && rc != MTL_ENOMEM)
             return rc;
         if (e->ix)
-            return mtl__index_sums(e->ix, &e->defs, v, f, threads_of(e), out);
+            return index_result(e, mtl__index_sums(e->ix, &e->defs, v, f, threads_of(e), out));
     }
     return mtl_engine_scan(e, f, &ops, NULL, NULL);
 }
@@ -516,7 +529,8 @@ int mtl_engine_live_sums(struct mtl_engine *e, const struct mtl_filter *f, uint6
     if (!v)
         return MTL_ENOMEM;
     if (e->ix)
-        return mtl__index_live_sums(e->ix, &e->defs, v, f, seq, threads_of(e), out);
+        return index_result(e, mtl__index_live_sums(e->ix, &e->defs, v, f, seq,
+                                                    threads_of(e), out));
     return mtl_engine_live_after(e, f, seq, add_to_sums, out);
 }
 
@@ -534,6 +548,6 @@ int mtl_engine_curve(struct mtl_engine *e, const struct mtl_filter *f, struct mt
             return rc;
     }
     if (e->ix)
-        return mtl__index_curve(e->ix, &e->defs, v, f, threads_of(e), c);
+        return index_result(e, mtl__index_curve(e->ix, &e->defs, v, f, threads_of(e), c));
     return mtl__curve_scan(e, f, c);
 }

@@ -40,11 +40,12 @@
 #include <zstd.h>
 
 #include "common/buf.h"
+#include "common/checksum.h"
 #include "common/hmap.h"
 #include "memtally/errors.h"
 
 #define IX_MAGIC "MTLINDEX"
-#define IX_VERSION 3u
+#define IX_VERSION 4u
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -112,6 +113,10 @@ struct ix_header {
     uint64_t program, command_line;          /* offsets in the blob */
     struct mtl_totals totals;
     struct ix_section_entry sections[S_COUNT];
+    /* mtl_checksum of this header (with check 0), then of every section
+     * in order: damage is found at load.  The columns' zstd frames carry
+     * their own checksums, checked when read. */
+    uint64_t check;
 };
 
 struct mtl_index {
@@ -226,6 +231,17 @@ static int attach(struct mtl_index *ix)
         h->nblocks > UINT32_MAX || h->nachunks != (h->nblocks + MTL_IX_CHUNK - 1) / MTL_IX_CHUNK ||
         h->nfchunks != (h->nfrees + MTL_IX_CHUNK - 1) / MTL_IX_CHUNK ||
         h->nevents != h->nblocks + h->nfrees)
+        return MTL_ECORRUPT;
+    struct ix_header copy = *h;
+    copy.check = 0;
+    uint64_t check = mtl_checksum(&copy, sizeof copy, MTL_CHECKSUM_INIT);
+    for (int k = 0; k < S_COUNT; k++) {
+        const struct ix_section_entry *e = &h->sections[k];
+        if (e->offset > ix->map_size || e->size > ix->map_size - e->offset)
+            return MTL_ECORRUPT;
+        check = mtl_checksum(ix->map + e->offset, e->size, check);
+    }
+    if (check != h->check)
         return MTL_ECORRUPT;
     struct mtl_ix_summary *s = &ix->sum;
     s->nblocks = h->nblocks;
@@ -949,6 +965,9 @@ static int finish(struct build *b, const struct mtl_reader *r, const struct ix_i
     };
     for (size_t i = 0; rc == 0 && i < sizeof parts / sizeof *parts; i++)
         rc = put_section(b, &h, parts[i].s, parts[i].n ? parts[i].p : "", parts[i].n);
+    h.check = mtl_checksum(&h, sizeof h, MTL_CHECKSUM_INIT);
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) /* in section order */
+        h.check = mtl_checksum(parts[i].n ? parts[i].p : "", parts[i].n, h.check);
     if (rc == 0)
         rc = out_flush(&b->out);
     uint8_t head[IX_HEADER];
@@ -1214,6 +1233,12 @@ const char *mtl_index_path(const struct mtl_index *ix)
 uint64_t mtl_index_size(const struct mtl_index *ix)
 {
     return ix->map_size;
+}
+
+void mtl_index_discard(struct mtl_index *ix)
+{
+    if (ix && ix->path[0])
+        unlink(ix->path);
 }
 
 void mtl_index_close(struct mtl_index *ix)

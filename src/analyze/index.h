@@ -95,6 +95,9 @@ void mtl_index_defs(const struct mtl_index *ix, struct mtl_defs *d);
 const char *mtl_index_path(const struct mtl_index *ix);
 uint64_t mtl_index_size(const struct mtl_index *ix);
 
+/* Removes the index's file (found damaged); it stays mapped until closed. */
+void mtl_index_discard(struct mtl_index *ix);
+
 void mtl_index_close(struct mtl_index *ix);
 
 /* Reading chunks: a cursor has its own buffers and zstd context, so one

@@ -68,7 +68,11 @@ int mtl_ixcol_encode(struct mtl_ixcol *c, const uint64_t *v, size_t n,
             memcpy(scratch + 8 * i, &x, 8);
         }
     }
-    size_t got = ZSTD_compressCCtx(cctx, out, cap, scratch, n * c->width, IX_LEVEL);
+    /* With the frame's checksum: damage to the index is found when read. */
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, IX_LEVEL)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)))
+        return MTL_ENOMEM;
+    size_t got = ZSTD_compress2(cctx, out, cap, scratch, n * c->width);
     if (ZSTD_isError(got))
         return MTL_ENOMEM;
     c->csize = (uint32_t)got;
