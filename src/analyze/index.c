@@ -121,6 +121,7 @@ struct ix_header {
 
 struct mtl_index {
     char path[4096];            /* "" when in memory only */
+    int fd;                     /* the file, for reading columns */
     const uint8_t *map;
     size_t map_size;
     const struct ix_header *h;
@@ -140,6 +141,8 @@ struct mtl_ix_cursor {
     const struct mtl_index *ix;
     ZSTD_DCtx *dctx;
     uint8_t *scratch;                          /* 16 * MTL_IX_CHUNK */
+    uint8_t *frame;                            /* a column's frame, as read */
+    size_t frame_cap;
     uint64_t *acol[MTL_IXA_COLUMNS], *fcol[MTL_IXF_COLUMNS];
 };
 
@@ -370,6 +373,8 @@ static void release(struct mtl_index *ix)
 {
     if (ix->map)
         munmap((void *)ix->map, ix->map_size);
+    if (ix->fd >= 0)
+        close(ix->fd);
     free(ix->threads);
     free(ix->modules);
     free(ix->segments);
@@ -388,6 +393,9 @@ static int map_file(struct mtl_index *ix, int fd)
         return MTL_ENOMEM;
     ix->map = map;
     ix->map_size = (size_t)st.st_size;
+    /* Columns are read, not mapped (frame_of). */
+    if ((ix->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return MTL_EIO;
     return 0;
 }
 
@@ -401,6 +409,8 @@ int mtl_index_load(struct mtl_index **out, int trace_fd, const char *dir)
     if (rc < 0)
         return rc;
     struct mtl_index *ix = calloc(1, sizeof *ix);
+    if (ix)
+        ix->fd = -1;
     if (!ix)
         return MTL_ENOMEM;
     int fd = file_name(ix->path, sizeof ix->path, where, &id) < 0
@@ -453,11 +463,40 @@ void mtl_ix_cursor_close(struct mtl_ix_cursor *cur)
         return;
     ZSTD_freeDCtx(cur->dctx);
     free(cur->scratch);
+    free(cur->frame);
     for (int k = 0; k < MTL_IXA_COLUMNS; k++)
         free(cur->acol[k]);
     for (int k = 0; k < MTL_IXF_COLUMNS; k++)
         free(cur->fcol[k]);
     free(cur);
+}
+
+/* The zstd frame of a column, read into the cursor.  Read rather than
+ * mapped: a query then holds a chunk's worth of columns per thread, not
+ * every page of the index it went through (mapped pages count in its
+ * memory, and the kernel maps their neighbours too). */
+static const uint8_t *frame_of(struct mtl_ix_cursor *cur, const struct mtl_ixcol *c)
+{
+    if (!c->csize)
+        return NULL;
+    if (c->csize > cur->frame_cap) {
+        uint8_t *p = realloc(cur->frame, c->csize);
+        if (!p)
+            return NULL;
+        cur->frame = p;
+        cur->frame_cap = c->csize;
+    }
+    size_t got = 0;
+    while (got < c->csize) {
+        ssize_t k = pread(cur->ix->fd, cur->frame + got, c->csize - got,
+                          (off_t)(c->offset + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return NULL;
+        got += (size_t)k;
+    }
+    return cur->frame;
 }
 
 int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
@@ -473,7 +512,10 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
             continue;
         if (!cur->acol[k] && !(cur->acol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
             return MTL_ENOMEM;
-        int rc = mtl_ixcol_decode(&a->col[k], ix->map + a->col[k].offset, a->n, cur->dctx,
+        const uint8_t *data = frame_of(cur, &a->col[k]);
+        if (a->col[k].csize && !data)
+            return MTL_ECORRUPT;
+        int rc = mtl_ixcol_decode(&a->col[k], data, a->n, cur->dctx,
                                   cur->acol[k], cur->scratch);
         if (rc < 0)
             return rc;
@@ -524,7 +566,10 @@ int mtl_ix_frees(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
             continue;
         if (!cur->fcol[k] && !(cur->fcol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
             return MTL_ENOMEM;
-        int rc = mtl_ixcol_decode(&f->col[k], ix->map + f->col[k].offset, f->n, cur->dctx,
+        const uint8_t *data = frame_of(cur, &f->col[k]);
+        if (f->col[k].csize && !data)
+            return MTL_ECORRUPT;
+        int rc = mtl_ixcol_decode(&f->col[k], data, f->n, cur->dctx,
                                   cur->fcol[k], cur->scratch);
         if (rc < 0)
             return rc;
@@ -1145,6 +1190,8 @@ int mtl_index_build(struct mtl_index **out, struct mtl_reader *r, int trace_fd,
     if (rc < 0)
         return rc;
     struct mtl_index *ix = calloc(1, sizeof *ix);
+    if (ix)
+        ix->fd = -1;
     struct build b;
     if (!ix)
         return MTL_ENOMEM;

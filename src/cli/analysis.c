@@ -40,7 +40,9 @@ static const char output_usage[] =
 
 static const char table_usage[] =
     "  --wide                    never cut long names (default: to fit COLUMNS, the\n"
-    "                            terminal, or 128 columns)\n"
+    "                            terminal, or 128 columns)\n";
+
+static const char index_usage[] =
     "  --no-index                read the trace itself, not its index\n";
 
 int option_value(const char *cmd, int argc, char **argv, int *i,
@@ -197,11 +199,12 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
             fputs(output_usage, stdout);
             if (!(flags & CLI_WHOLE_TRACE))
                 fputs(table_usage, stdout);
+            fputs(index_usage, stdout);
             *exit_code = 0;
             return 1;
         }
-        if (!strcmp(s, "--json") ||
-            (!(flags & CLI_WHOLE_TRACE) && (!strcmp(s, "--wide") || !strcmp(s, "--no-index")))) {
+        if (!strcmp(s, "--json") || !strcmp(s, "--no-index") ||
+            (!(flags & CLI_WHOLE_TRACE) && !strcmp(s, "--wide"))) {
             if (s[2] == 'j')
                 a->json = 1;
             else if (s[2] == 'w')
