@@ -2,9 +2,9 @@
  * blocks.c: see blocks.h.
  *
  * Blocks go through slots.  Without workers there is one, filled by
- * mtl__blocks_next itself.  With workers there are a few more than
- * workers: block n goes to slot n % nslots.  A worker claims the next
- * block under the lock (reads its 16-byte header, which says where the
+ * mtl__blocks_next itself.  With workers there is one more than workers
+ * (the one the reader holds): block n goes to slot n % nslots.  A worker
+ * claims the next block under the lock (reads its 16-byte header, which says where the
  * one after starts), then reads, decompresses and decodes it unlocked;
  * the reader takes the slots in block order and frees each when it asks
  * for the next.  So the reader sees exactly the blocks, and the errors,
@@ -297,14 +297,14 @@ void mtl__blocks_workers(struct mtl_blocks *b, unsigned n)
         return;
     if (n > 16)
         n = 16;
-    struct slot *s = n ? calloc(n + 2, sizeof *s) : NULL;
+    struct slot *s = n ? calloc(n + 1, sizeof *s) : NULL;
     if (!s)
         return; /* no workers then: the same blocks, read on one thread */
     free_slots(b); /* the block handed out last is done with */
     b->cur = NULL;
     b->next_out = b->number;
     b->slots = s;
-    b->nslots = n + 2;
+    b->nslots = n + 1;
     b->nworkers = n;
 }
 
