@@ -499,6 +499,29 @@ static const uint8_t *frame_of(struct mtl_ix_cursor *cur, const struct mtl_ixcol
     return cur->frame;
 }
 
+/* Decodes the columns of mask among the ncols of a chunk of n rows into
+ * the cursor's buffers buf (made on first use); col[k] is NULL for the
+ * others. */
+static int decode_columns(struct mtl_ix_cursor *cur, const struct mtl_ixcol *cols, int ncols,
+                          uint32_t n, unsigned mask, uint64_t **buf, const uint64_t **col)
+{
+    for (int k = 0; k < ncols; k++) {
+        col[k] = NULL;
+        if (!(mask & 1u << k))
+            continue;
+        if (!buf[k] && !(buf[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
+            return MTL_ENOMEM;
+        const uint8_t *data = frame_of(cur, &cols[k]);
+        if (cols[k].csize && !data)
+            return MTL_ECORRUPT;
+        int rc = mtl_ixcol_decode(&cols[k], data, n, cur->dctx, buf[k], cur->scratch);
+        if (rc < 0)
+            return rc;
+        col[k] = buf[k];
+    }
+    return 0;
+}
+
 int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
                   const uint64_t *col[MTL_IXA_COLUMNS], size_t *n, uint64_t *first)
 {
@@ -506,21 +529,9 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
     if (c >= ix->sum.nachunks)
         return MTL_EINVAL;
     const struct ix_achunk *a = &ix->achunks[c];
-    for (int k = 0; k < MTL_IXA_COLUMNS; k++) {
-        col[k] = NULL;
-        if (!(mask & 1u << k))
-            continue;
-        if (!cur->acol[k] && !(cur->acol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
-            return MTL_ENOMEM;
-        const uint8_t *data = frame_of(cur, &a->col[k]);
-        if (a->col[k].csize && !data)
-            return MTL_ECORRUPT;
-        int rc = mtl_ixcol_decode(&a->col[k], data, a->n, cur->dctx,
-                                  cur->acol[k], cur->scratch);
-        if (rc < 0)
-            return rc;
-        col[k] = cur->acol[k];
-    }
+    int rc = decode_columns(cur, a->col, MTL_IXA_COLUMNS, a->n, mask, cur->acol, col);
+    if (rc < 0)
+        return rc;
     /* Ids past what the definitions hold would send a query astray. */
     if (col[MTL_IXA_STACK])
         for (uint32_t i = 0; i < a->n; i++)
@@ -560,21 +571,9 @@ int mtl_ix_frees(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
     if (c >= ix->sum.nfchunks)
         return MTL_EINVAL;
     const struct ix_fchunk *f = &ix->fchunks[c];
-    for (int k = 0; k < MTL_IXF_COLUMNS; k++) {
-        col[k] = NULL;
-        if (!(mask & 1u << k))
-            continue;
-        if (!cur->fcol[k] && !(cur->fcol[k] = malloc(8 * (size_t)MTL_IX_CHUNK)))
-            return MTL_ENOMEM;
-        const uint8_t *data = frame_of(cur, &f->col[k]);
-        if (f->col[k].csize && !data)
-            return MTL_ECORRUPT;
-        int rc = mtl_ixcol_decode(&f->col[k], data, f->n, cur->dctx,
-                                  cur->fcol[k], cur->scratch);
-        if (rc < 0)
-            return rc;
-        col[k] = cur->fcol[k];
-    }
+    int rc = decode_columns(cur, f->col, MTL_IXF_COLUMNS, f->n, mask, cur->fcol, col);
+    if (rc < 0)
+        return rc;
     if (col[MTL_IXF_BLOCK])
         for (uint32_t i = 0; i < f->n; i++)
             if (col[MTL_IXF_BLOCK][i] >= ix->sum.nblocks)

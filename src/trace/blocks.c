@@ -72,21 +72,21 @@ static int from_errno(int e)
     return e == ENOMEM ? MTL_ENOMEM : MTL_EIO;
 }
 
-/* Up to n bytes at off; how many (fewer at the end), or -1 with errno. */
-static ssize_t read_at(const struct mtl_blocks *b, uint64_t off, void *buf, size_t n)
+ssize_t mtl__read_at(int fd, const uint8_t *mem, size_t mem_size, uint64_t off, void *buf,
+                     size_t n)
 {
-    if (b->mem) {
-        if (off >= b->mem_size)
+    if (mem) {
+        if (off >= mem_size)
             return 0;
-        size_t left = b->mem_size - (size_t)off;
+        size_t left = mem_size - (size_t)off;
         if (n > left)
             n = left;
-        memcpy(buf, b->mem + off, n);
+        memcpy(buf, mem + off, n);
         return (ssize_t)n;
     }
     size_t got = 0;
     while (got < n) {
-        ssize_t k = pread(b->fd, (char *)buf + got, n - got, (off_t)(off + got));
+        ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -97,6 +97,11 @@ static ssize_t read_at(const struct mtl_blocks *b, uint64_t off, void *buf, size
         got += (size_t)k;
     }
     return (ssize_t)got;
+}
+
+static ssize_t read_at(const struct mtl_blocks *b, uint64_t off, void *buf, size_t n)
+{
+    return mtl__read_at(b->fd, b->mem, b->mem_size, off, buf, n);
 }
 
 static void finish(struct slot *s, int status, int partial)

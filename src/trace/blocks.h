@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "trace/format.h"
 
@@ -33,6 +34,11 @@ struct mtl_block {
 };
 
 struct mtl_blocks;
+
+/* Up to n bytes at offset off of a descriptor (pread) or of memory (when
+ * mem is set): how many (fewer at the end), or -1 with errno set. */
+ssize_t mtl__read_at(int fd, const uint8_t *mem, size_t mem_size, uint64_t off, void *buf,
+                     size_t n);
 
 /* Blocks from a descriptor (fd >= 0, read with pread) or from memory,
  * starting with the block at offset pos, numbered number.  0 or

@@ -100,32 +100,10 @@ static int from_errno(int e)
     }
 }
 
-/* Reads up to n bytes at offset off of the input; returns how many (fewer
- * at its end), or -1 with errno set. */
+/* Up to n bytes at offset off of the input (blocks.c reads the same). */
 static ssize_t read_at(const struct mtl_reader *r, uint64_t off, void *buf, size_t n)
 {
-    if (r->mem) {
-        if (off >= r->mem_size)
-            return 0;
-        size_t left = r->mem_size - (size_t)off;
-        if (n > left)
-            n = left;
-        memcpy(buf, r->mem + off, n);
-        return (ssize_t)n;
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = pread(r->fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (k == 0)
-            break;
-        got += (size_t)k;
-    }
-    return (ssize_t)got;
+    return mtl__read_at(r->fd, r->mem, r->mem_size, off, buf, n);
 }
 
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
