@@ -6,7 +6,8 @@
 # exactly as from the trace itself (--no-index), having found the damage
 # when loading the index and built it again, or fail with one line saying
 # the index is damaged and removed, after which the next run answers
-# right.  A cut index is built again as well.
+# right.  A cut index is built again as well, and a cache directory that
+# cannot be written is no error.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 
 record churn.mtly "$TEST_PROGRAMS/index_churn" || fail "recording index_churn failed"
@@ -55,3 +56,12 @@ head -c $((size / 2)) good.mtlx >"$index"
 "$MEMTALLY_BIN" peak --json churn.mtly >got || fail "peak with a cut index failed"
 cmp -s got want.peak || fail "peak with a cut index: a different answer"
 echo "ok: a cut index is built again"
+
+# A cache that cannot be written: the index serves this run from memory.
+MEMTALLY_INDEX_DIR=/proc/memtally-cannot-be-made "$MEMTALLY_BIN" peak --json churn.mtly >got ||
+    fail "peak with a cache that cannot be written failed"
+cmp -s got want.peak || fail "peak with a cache that cannot be written: a different answer"
+MEMTALLY_INDEX_DIR=/proc/memtally-cannot-be-made "$MEMTALLY_BIN" index churn.mtly >out ||
+    fail "index with a cache that cannot be written failed"
+grep -q "not kept: the cache directory cannot be written" out || fail "index said: $(cat out)"
+echo "ok: a cache that cannot be written is no error"
