@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "memtally/errors.h"
+#include "trace/defs.h"
 
 static const char filter_usage[] =
     "filters (a block is analysed only if it passes all):\n"
@@ -312,6 +313,26 @@ int analysis_done(struct analysis *a, struct mtl_engine *e, int rc)
     if (rc < 0) {
         cli_error("%s: %s: %s", a->name, name, mtl_strerror(rc));
         return 1;
+    }
+    /* A thread the trace never had is a mistake, not an empty answer. */
+    const struct mtl_defs *d = mtl_engine_defs(e);
+    if (a->filter.thread_set && d) {
+        struct mtl_buf known = MTL_BUF_INIT;
+        int found = 0;
+        for (uint32_t i = 0; i < d->nthreads && !found; i++) {
+            found = a->filter.thread == (a->filter.thread_is_index ? i : d->threads[i].tid);
+            if (i < 8)
+                mtl_buf_addf(&known, "%s%s%u", i ? ", " : "",
+                             a->filter.thread_is_index ? "t" : "", a->filter.thread_is_index
+                                                                       ? i : d->threads[i].tid);
+        }
+        if (!found)
+            cli_error("%s: --thread %s%u: no such thread in %s (its threads: %s%s)", a->name,
+                      a->filter.thread_is_index ? "t" : "", a->filter.thread, name,
+                      known.data ? known.data : "none", d->nthreads > 8 ? ", ..." : "");
+        mtl_buf_release(&known);
+        if (!found)
+            return 1;
     }
     if (mtl_engine_truncated(e) && !a->noted) {
         cli_error("%s: trace truncated after block %llu; what it holds up to there was read",

@@ -28,6 +28,10 @@ expect_error "--allocated-between 2s,1s" 2 report --allocated-between 2s,1s t.mt
 expect_error "--lifetime 1x.." 2 report --lifetime 1x.. t.mtly
 expect_error "--thread t" 2 report --thread t t.mtly
 expect_error "--thread -1" 2 report --thread -1 t.mtly
+expect_error "--thread of no thread of the trace" 1 report --thread t9 t.mtly
+expect_error "--thread of no tid of the trace" 1 peak --thread 1 t.mtly
+expect_error "info takes no filters" 2 info --size 1..2 t.mtly
+expect_error "index takes no filters" 2 index --live-at 1 t.mtly
 expect_error "--sort nothing" 2 report --sort nothing t.mtly
 expect_error "--sort bytes:up" 2 report --sort bytes:up t.mtly
 expect_error "--top x" 2 report --top x t.mtly
