@@ -98,6 +98,12 @@ struct mtl_symbolizer_options {
     size_t ndebug_dirs;
     /* 1: never ask debuginfod, even when DEBUGINFOD_URLS is set. */
     int no_debuginfod;
+    /* NULL: none.  A directory (made if missing) where a copy of each
+     * separate debug file whose sections are compressed (as Debian's
+     * debug packages are) is kept with them decompressed, by build id:
+     * reading libc's compressed DWARF costs some 35 ms at every analysis,
+     * its copy nothing. */
+    const char *cache_dir;
 };
 
 /* Prepares symbolization for the modules of r.  Modules are read from r

@@ -175,8 +175,14 @@ int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
     }
     if (rc == 0)
         rc = open_reader(e, &e->r);
+    /* Decompressed debug files are cached beside the indexes, unless the
+     * caller chose a cache of its own or none (no indexes: nothing kept). */
+    char cache[4096];
+    if (!e->opt.symbols.cache_dir && e->opt.index == MTL_INDEX_AUTO)
+        e->opt.symbols.cache_dir = mtl_index_dir(e->opt.index_dir, cache, sizeof cache);
     if (rc == 0)
         rc = mtl_symbolizer_open_modules(&e->syms, module_of, e, &e->opt.symbols);
+    e->opt.symbols.cache_dir = opt ? opt->symbols.cache_dir : NULL; /* cache is ours */
     if (rc < 0) {
         mtl_engine_close(e);
         return rc;

@@ -1065,51 +1065,80 @@ static uint64_t cache_limit(void)
     return limit;
 }
 
-/* Keeps the cache under its limit: the indexes used longest ago go first
- * (loading one touches it), never the one just written (keep). */
-static void evict(const char *dir, const char *keep)
+/* The files of the cache: indexes, and the symbolizer's decompressed debug
+ * files in debug/ (src/symbols/debugcache.c). */
+struct cached {
+    char name[160];             /* relative to the cache directory */
+    uint64_t size;
+    int64_t used;               /* modification time: loading touches it */
+};
+
+/* Adds the files of dir/sub (sub "" for dir) ending in suffix to *ents,
+ * and their sizes to *total, but for keep. */
+static void list_cached(int dir, const char *sub, const char *suffix, const char *keep,
+                        struct cached **ents, size_t *n, size_t *cap, uint64_t *total)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    int fd = *sub ? openat(dir, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : dup(dir);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
-    struct entry { char name[64]; uint64_t size; int64_t used; } *ents = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t total = 0;
+    }
+    size_t slen = strlen(suffix);
     struct dirent *de;
     while ((de = readdir(d))) {
         size_t len = strlen(de->d_name);
         struct stat st;
-        if (len < 6 || len >= 64 || strcmp(de->d_name + len - 5, ".mtlx") ||
+        if (len <= slen || strcmp(de->d_name + len - slen, suffix) ||
             fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
-        total += (uint64_t)st.st_size;
-        if (!strcmp(de->d_name, keep))
+        *total += (uint64_t)st.st_size;
+        if (!*sub && !strcmp(de->d_name, keep))
             continue;
-        if (n == cap) {
-            size_t c = cap ? cap * 2 : 64;
-            struct entry *e = realloc(ents, c * sizeof *e);
+        if (*n == *cap) {
+            size_t c = *cap ? *cap * 2 : 64;
+            struct cached *e = realloc(*ents, c * sizeof *e);
             if (!e)
                 break;
-            ents = e;
-            cap = c;
+            *ents = e;
+            *cap = c;
         }
-        memcpy(ents[n].name, de->d_name, len + 1);
-        ents[n].size = (uint64_t)st.st_size;
-        ents[n].used = (int64_t)st.st_mtim.tv_sec;
-        n++;
+        struct cached *e = &(*ents)[*n];
+        int w = snprintf(e->name, sizeof e->name, "%s%s%s", sub, *sub ? "/" : "", de->d_name);
+        if (w < 0 || (size_t)w >= sizeof e->name)
+            continue;
+        (*n)++;
+        e->size = (uint64_t)st.st_size;
+        e->used = (int64_t)st.st_mtim.tv_sec;
     }
+    closedir(d);
+}
+
+/* Keeps the cache under its limit: the files used longest ago go first,
+ * never the index just written (keep). */
+static void evict(const char *dir, const char *keep)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct cached *ents = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    list_cached(fd, "", ".mtlx", keep, &ents, &n, &cap, &total);
+    list_cached(fd, "debug", ".debug", keep, &ents, &n, &cap, &total);
     uint64_t limit = cache_limit();
     while (total > limit && n) {
         size_t oldest = 0;
         for (size_t i = 1; i < n; i++)
             if (ents[i].used < ents[oldest].used)
                 oldest = i;
-        if (unlinkat(dirfd(d), ents[oldest].name, 0) == 0)
+        if (unlinkat(fd, ents[oldest].name, 0) == 0)
             total -= ents[oldest].size;
         ents[oldest] = ents[--n];
     }
     free(ents);
-    closedir(d);
+    close(fd);
 }
 
 static void build_release(struct build *b)

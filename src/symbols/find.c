@@ -120,7 +120,7 @@ static char *dir_copy(const char *dir)
 int mtl__sym_set_options(struct mtl_symbolizer *s,
                          const struct mtl_symbolizer_options *opt)
 {
-    static const struct mtl_symbolizer_options defaults = { NULL, NULL, 0, 0 };
+    static const struct mtl_symbolizer_options defaults = { 0 };
     if (!opt)
         opt = &defaults;
     if (opt->ndebug_dirs && !opt->debug_dirs)
@@ -143,6 +143,8 @@ int mtl__sym_set_options(struct mtl_symbolizer *s,
     if (*s->sysroot && !(s->roots[s->nroots++] = strdup("/usr/lib/debug")))
         return MTL_ENOMEM;
     s->use_debuginfod = !opt->no_debuginfod;
+    if (opt->cache_dir && *opt->cache_dir && !(s->cache_dir = strdup(opt->cache_dir)))
+        return MTL_ENOMEM;
     return 0;
 }
 
@@ -152,8 +154,10 @@ void mtl__sym_release_options(struct mtl_symbolizer *s)
         free(s->roots[i]);
     free(s->roots);
     free(s->sysroot);
+    free(s->cache_dir);
     s->roots = NULL;
     s->sysroot = NULL;
+    s->cache_dir = NULL;
     s->nroots = s->nuser_roots = 0;
 }
 
@@ -431,6 +435,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
         errno = 0;
         return -1;
     }
+    fd = mtl__debug_cache(s, fd, &found);
     *debuginfo_file_name = found;
     return fd;
 }

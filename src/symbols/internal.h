@@ -4,6 +4,7 @@
  *     symbolizer.c   the public API: modules, the result cache, warnings
  *     find.c         finding each module's file and its debug files
  *     debuginfod.c   asking debuginfod, through libdebuginfod, loaded when needed
+ *     debugcache.c   decompressed copies of compressed debug files, cached
  *     elfsyms.c      the ELF symbol table, as a sorted index of functions
  *     dwarf.c        DWARF: the CU and subprogram indexes, inline chains, names
  *     demangle.c     C++ and Rust (legacy) demangling
@@ -109,6 +110,7 @@ struct mtl_symbolizer {
     size_t nroots, nuser_roots; /* the first nuser_roots were given */
     int use_debuginfod;
     struct mtl_debuginfod *debuginfod;
+    char *cache_dir;            /* for debugcache.c, or NULL */
 
     struct mtl_arena arena;
     struct mtl_hmap modules;    /* index -> struct mtl_module_state * */
@@ -120,6 +122,14 @@ struct mtl_symbolizer {
     struct mtl_intern warnings; /* messages, in the order given; */
     uint32_t reported;          /* those below this id were reported */
 };
+
+/* ---- debugcache.c ---- */
+
+/* fd is a separate debug file found for a module (*path its name): when
+ * its sections are compressed, a decompressed copy from the cache (made
+ * now if need be) replaces it: fd is closed, *path freed and set to the
+ * copy's, and the copy's descriptor returned.  Otherwise fd. */
+int mtl__debug_cache(struct mtl_symbolizer *s, int fd, char **path);
 
 /* ---- find.c ---- */
 
