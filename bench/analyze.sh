@@ -2,9 +2,12 @@
 # The analysis benchmark: memtally's analysis commands against heaptrack_print
 # on traces of the same workloads, wall-clock time and peak memory (max RSS)
 # of each, and how both grow when a trace has ten times as many events.
-# memtally's commands run cold (no index of the trace yet: each run gets a
-# fresh, empty MEMTALLY_INDEX_DIR) and, for report and peak, warm as well
-# (run again with the index directory the cold run left).
+# memtally's commands run cold (no index of the trace yet: each run starts
+# with none in MEMTALLY_INDEX_DIR) and, for report and peak, warm as well
+# (run again with the index the cold run left).  The decompressed copies of
+# debug files that the cache also keeps (docs/ANALYSIS.md, "The index") are
+# kept between cold runs, as on any machine after its first analysis;
+# report also runs "first", with nothing cached at all.
 # See bench/README.md.
 #
 #   sh bench/analyze.sh [-r N] [-w NAME] [-q] [-k]
@@ -116,8 +119,12 @@ IDX=$(pwd)/$A/index
 # none writes into the user's cache.
 export MEMTALLY_INDEX_DIR="$IDX"
 
-# fresh_index: an empty index directory, for a cold run.
+# fresh_index: no index in the index directory, for a cold run; the debug
+# copies in it stay.  empty_cache: nothing at all in it.
 fresh_index() {
+    mkdir -p "$IDX" && rm -f "$IDX"/*.mtlx
+}
+empty_cache() {
     rm -rf "$IDX" && mkdir -p "$IDX"
 }
 
@@ -148,14 +155,14 @@ describe() {
 # and memtally's report --total, peak, leaks and temporary, each cold;
 # reportw and peakw are report and peak again, warm: each runs right after
 # its cold run, in the index directory that one left.
-JOBS="htprint report reportw peak peakw leaks temporary"
-[ "$have_ht" = 1 ] || JOBS="report reportw peak peakw leaks temporary"
+JOBS="htprint report0 report reportw peak peakw leaks temporary"
+[ "$have_ht" = 1 ] || JOBS="report0 report reportw peak peakw leaks temporary"
 
 # Sets the positional parameters to job $1's command line on workload $2.
 job_cmd() {
     case $1 in
     htprint)   set -- "$HEAPTRACK_PRINT" -f "$htf" ;;
-    report | reportw) set -- "$MEMTALLY_BIN" report --total "$A/mt.$2.mtly" ;;
+    report0 | report | reportw) set -- "$MEMTALLY_BIN" report --total "$A/mt.$2.mtly" ;;
     peak | peakw)     set -- "$MEMTALLY_BIN" peak "$A/mt.$2.mtly" ;;
     leaks)     set -- "$MEMTALLY_BIN" leaks "$A/mt.$2.mtly" ;;
     temporary) set -- "$MEMTALLY_BIN" temporary "$A/mt.$2.mtly" ;;
@@ -172,6 +179,7 @@ run_job() {
     job=$1 w=$2
     case $job in
     reportw | peakw) ;;
+    report0) empty_cache || exit 1 ;;
     *) fresh_index || exit 1 ;;
     esac
     job_cmd "$job" "$w"
@@ -324,7 +332,7 @@ for w in $WORKLOADS; do
     [ "$have_jq" = 1 ] && check_json "$w"
     for job in $JOBS; do
         [ "$job" = htprint ] && [ -z "$htf" ] && continue
-        case $job in reportw | peakw) continue ;; esac
+        case $job in report0 | reportw | peakw) continue ;; esac
         fresh_index || exit 1
         job_cmd "$job" "$w"
         # shellcheck disable=SC2086
@@ -421,15 +429,18 @@ END {
     nw = split(workloads, W, " ")
     RPL = "report peak leaks"
     # The headline: heaptrack_print against a cold report --total.
-    printf "%-9s %9s %8s %10s %9s %9s %7s %7s %8s %8s %8s\n", "workload", "events", "stacks",
-        "ht_print s", "report s", "ht/report", "(cpu)", "ht MiB", "rep MiB", "warm s", "warm MiB"
+    printf "%-9s %9s %8s %10s %9s %9s %7s %7s %8s %8s %8s %8s %8s\n", "workload", "events", "stacks",
+        "ht_print s", "report s", "ht/report", "(cpu)", "ht MiB", "rep MiB", "warm s", "warm MiB",
+        "first s", "ht/first"
     for (i = 1; i <= nw; i++) {
         w = W[i]
         h = T(w, "htprint"); if ((w, "htprint") in bad) h = -1
         r = T(w, "report");  if ((w, "report") in bad) r = -1
-        printf "%-9s %9s %8s %10s %9s %9s %7s %7s %8s %8s %8s\n", w, f(w, "events"), f(w, "stacks"),
+        r0 = T(w, "report0"); if ((w, "report0") in bad) r0 = -1
+        printf "%-9s %9s %8s %10s %9s %9s %7s %7s %8s %8s %8s %8s %8s\n", w, f(w, "events"), f(w, "stacks"),
             secs(w, "htprint"), secs(w, "report"), ratio(h, r), ratio(C(w, "htprint"), C(w, "report")),
-            mib(w, "htprint"), mib(w, "report"), secs(w, "reportw"), mib(w, "reportw")
+            mib(w, "htprint"), mib(w, "report"), secs(w, "reportw"), mib(w, "reportw"),
+            secs(w, "report0"), ratio(h, r0)
     }
     printf "\n%-9s %8s %9s %8s %8s %11s %10s %10s %10s\n", "workload", "peak s", "pk warm s",
         "leaks s", "temp s", "rep+pk+lk s", "ht/(r+p+l)", "rep+pk+tmp", "ht/(r+p+t)"
@@ -475,8 +486,9 @@ END {
 echo
 echo "ht = heaptrack_print -f TRACE.zst (its default report); report = memtally report --total;"
 echo "peak, leaks, temp(orary) = memtally COMMAND TRACE; stdout to /dev/null. memtally runs cold"
-echo "(a fresh, empty MEMTALLY_INDEX_DIR: no index of the trace yet); warm s, pk warm s: the same"
-echo "command run again right after, with the index directory the cold run left. ht/report: the"
+echo "(no index of the trace yet; the decompressed debug copies of earlier runs kept); warm s,"
+echo "pk warm s: the same command run again right after, with the index the cold run left; first s:"
+echo "report --total with nothing cached at all (no index, no debug copies). ht/report: the"
 echo "headline ratio, heaptrack_print's time over cold report --total's (target: 5 or more;"
 echo "(cpu): the same with user + system CPU time, steadier on a busy machine); ht/(r+p+l) and"
 echo "ht/(r+p+t): over the sum of cold report, peak and leaks (or temporary, like heaptrack_print's"
