@@ -83,6 +83,12 @@ const char *const mtl_wrapper_patterns[] = {
     "scandirat", "scandirat64", "__scandirat",
     "glob", "glob64", "__glob", "__glob64",
     "backtrace_symbols", "__backtrace_symbols",
+    /* glibc's functions that allocate for their caller's sake: qsort's
+     * merge buffer; a new thread's stack and TLS (for pthread_create's
+     * caller) */
+    "qsort", "qsort_r", "__qsort_r",
+    "pthread_create", "pthread_create@*", "__pthread_create_2_1", "allocate_stack",
+    "_dl_allocate_tls", "__GI__dl_allocate_tls", "allocate_dtv", "_dl_allocate_tls_init",
     /* glibc's growing buffers: memory streams (which fclose finishes),
      * posix_spawn's file actions, its scratch buffers and dynamic arrays */
     "_IO_str_overflow", "_IO_wstr_overflow", "_IO_mem_finish", "_IO_wmem_finish",

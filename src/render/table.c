@@ -91,7 +91,7 @@ static void paths_text(struct mtl_buf *b, const struct mtl_row *row, size_t stac
     char size[32];
     for (size_t p = 0; p < row->npaths && p < stacks; p++) {
         const struct mtl_path *path = &row->paths[p];
-        mtl_buf_addf(b, "    %.0f calls, %s, from:\n", path->calls,
+        mtl_buf_addf(b, "    %.0f call%s, %s, from:\n", path->calls, path->calls == 1 ? "" : "s",
                      mtl_human_bytes(size, sizeof size, path->bytes));
         for (size_t k = 0; k < path->n; k++) {
             mtl_buf_addf(b, "      #%zu ", k);
@@ -161,9 +161,9 @@ void mtl_render_skipped(struct mtl_buf *b, const struct mtl_rows *rows)
                     "no symbol, passed over:\n");
     size_t n = rows->nskipped < 5 ? rows->nskipped : 5;
     for (size_t i = 0; i < n; i++)
-        mtl_buf_addf(b, "  %s (%s in %.0f calls)\n", rows->skipped[i].function,
+        mtl_buf_addf(b, "  %s (%s in %.0f call%s)\n", rows->skipped[i].function,
                      mtl_human_bytes(size, sizeof size, rows->skipped[i].bytes),
-                     rows->skipped[i].calls);
+                     rows->skipped[i].calls, rows->skipped[i].calls == 1 ? "" : "s");
     if (rows->nskipped > n)
         mtl_buf_addf(b, "  ... %zu more\n", rows->nskipped - n);
     mtl_buf_adds(b, "(--keep-alloc-frames shows them as sites)\n");
