@@ -137,7 +137,8 @@ int mtl_diff(struct mtl_engine *base, struct mtl_engine *next,
                 d.rows[i].function = p;
                 p += len;
             }
-            qsort(d.rows, d.n, sizeof *d.rows, by_change);
+            if (d.n) /* qsort(NULL, 0, ...) is undefined */
+                qsort(d.rows, d.n, sizeof *d.rows, by_change);
             out->rows = d.rows;
             out->n = top && top < d.n ? top : d.n;
             out->names = names;

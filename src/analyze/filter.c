@@ -39,7 +39,7 @@ int mtl_parse_time(const char *s, uint64_t *us)
         return -1;
     if (v * scale > 1.8e19)
         return -1;
-    *us = (uint64_t)llround(v * scale);
+    *us = (uint64_t)round(v * scale);
     return 0;
 }
 
@@ -67,7 +67,7 @@ int mtl_parse_size(const char *s, uint64_t *bytes)
     }
     if (v * scale > 1.8e19)
         return -1;
-    *bytes = (uint64_t)llround(v * scale);
+    *bytes = (uint64_t)round(v * scale);
     return 0;
 }
 

@@ -987,7 +987,8 @@ static int finish(struct build *b, const struct mtl_reader *r, const struct ix_i
     }
     if (b->nevents % 64)
         mtl_buf_add(&b->events, &b->word, 8);
-    qsort(b->late.data, h.nlate, sizeof(struct ix_late), by_block);
+    if (h.nlate) /* late.data is NULL when there are none: qsort(NULL, 0) is undefined */
+        qsort(b->late.data, h.nlate, sizeof(struct ix_late), by_block);
     int rc = blob.failed || threads.failed || modules.failed || segments.failed ||
              strings.failed || totals.failed || b->events.failed ? MTL_ENOMEM : 0;
     struct { enum ix_section s; const void *p; size_t n; } parts[] = {
