@@ -402,7 +402,6 @@ int mtl__index_scan(const struct mtl_index *ix, const struct mtl_defs *d,
         rc = each_block(&s, block_columns(ops->needs), ops->block, arg);
     if (res) {
         res->allocations = s.sum->nblocks;
-        res->frees = s.sum->nfrees;
         res->end_us = s.sum->end_us;
     }
     mtl_bitset_release(&pass);

@@ -19,7 +19,7 @@ struct scan {
     const struct mtl_scan_ops *ops;
     void *arg;
     struct mtl_ptrmap live;
-    uint64_t allocations, frees;
+    uint64_t allocations;
     uint64_t seq;      /* allocations and frees seen, matched or not */
     uint64_t end_us;
     struct mtl_bitset passed; /* two-pass mode: bit per allocation ordinal */
@@ -227,7 +227,6 @@ static int on_free(struct scan *s, const struct mtl_event *ev)
 {
     struct mtl_ptrmap_val v;
     int rc, known = mtl_ptrmap_take(&s->live, ev->ptr, &v);
-    s->frees += (uint64_t)known;
     if (known && (rc = settle(s, ev->ptr, &v, ev->time_us)) < 0)
         return rc;
     if (s->ops->event && s->pass != 1) {
@@ -371,13 +370,12 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
             mtl_ptrmap_release(&s.live);
             s.r = r2;
             s.pass = 2;
-            s.allocations = s.frees = s.seq = 0;
+            s.allocations = s.seq = 0;
             rc = one_pass(&s);
         }
     }
     if (res) {
         res->allocations = s.allocations;
-        res->frees = s.frees;
         res->end_us = mtl_reader_info(in->r)->duration_us;
     }
     mtl_reader_close(r2);

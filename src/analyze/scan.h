@@ -77,7 +77,7 @@ enum mtl_need {
 };
 
 struct mtl_scan_result {
-    uint64_t allocations, frees;  /* all of them, filtered or not */
+    uint64_t allocations;         /* all of them, filtered or not */
     uint64_t end_us;              /* the trace's duration */
 };
 
