@@ -5,9 +5,9 @@
  * block header, decompresses its zstd frame (whose checksum catches damage)
  * and decodes its side streams to numbers, on worker threads when asked
  * (mtl_reader_threads); here the records are decoded one at a time, in
- * order, with the state that runs from block to block.  Definitions (stack nodes, modules, threads,
- * strings) are kept; events are handed out and forgotten, so memory grows
- * with unique stacks, never with events.
+ * order, with the state that runs from block to block.  Definitions (stack
+ * nodes, modules, threads, strings) are kept; events are handed out and
+ * forgotten, so memory grows with unique stacks, never with events.
  *
  * A file that ends inside a block, or before the END record, is truncated:
  * everything before is returned and info.truncated is set.  Anything that
@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "common/varint.h"
 #include "trace/allocs.h"
