@@ -47,4 +47,11 @@ static inline uint64_t mtl_curve_width(uint64_t end_us)
 /* Doubles the width of the buckets, merging neighbours. */
 void mtl_curve_widen(struct mtl_curve *c);
 
+struct mtl_engine;
+struct mtl_filter;
+
+/* The curve from a stream of the trace (the engine's way without an
+ * index; mtl_engine_curve chooses). */
+int mtl__curve_scan(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_curve *c);
+
 #endif

@@ -540,8 +540,6 @@ int mtl_engine_live_sums(struct mtl_engine *e, const struct mtl_filter *f, uint6
     return mtl_engine_live_after(e, f, seq, add_to_sums, out);
 }
 
-int mtl__curve_scan(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_curve *c);
-
 int mtl_engine_curve(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_curve *c)
 {
     struct mtl_view *v = mtl_engine_view(e, f);
