@@ -23,8 +23,10 @@
 #include "analyze/ptrmap.h"
 #include "analyze/view.h"
 #include "common/arena.h"
+#include "common/bitset.h"
 #include "common/parallel.h"
 #include "memtally/errors.h"
+#include "symbols/prefetch.h"
 #include "trace/defs.h"
 
 struct mtl_engine {
@@ -42,6 +44,7 @@ struct mtl_engine {
     int ix_failed;                 /* building it failed: stream instead */
 
     struct mtl_symbolizer *syms;
+    int prefetch_wanted, prefetch_started; /* mtl_engine_prefetch_symbols */
     struct mtl_view *view;
     struct mtl_filter view_filter; /* the frame options view was made for */
 
@@ -113,6 +116,37 @@ static void build_progress(void *arg, double done)
     e->opt.progress(e->opt.arg, "indexing the trace", done);
 }
 
+/* Starts the prefetch that was asked for, once the definitions have
+ * stacks (a stream has none before its first events are read). */
+static void start_prefetch(struct mtl_engine *e)
+{
+    const struct mtl_defs *d = &e->defs;
+    if (!e->prefetch_wanted || e->prefetch_started || d->nnodes < 2)
+        return;
+    e->prefetch_started = 1;
+    struct mtl_bitset used = MTL_BITSET_INIT;
+    uint32_t *list = malloc((d->nmodules ? d->nmodules : 1) * sizeof *list);
+    size_t n = 0;
+    if (list && mtl_bitset_reserve(&used, d->nmodules) == 0)
+        for (uint32_t i = 1; i < d->nnodes; i++)
+            if (d->module[i] < d->nmodules && mtl_bitset_set(&used, d->module[i]) == 1)
+                list[n++] = d->module[i];
+    mtl_symbolizer_prefetch(e->syms, list, n);
+    mtl_bitset_release(&used);
+    free(list);
+}
+
+static void defs_read(void *arg)
+{
+    start_prefetch(arg);
+}
+
+void mtl_engine_prefetch_symbols(struct mtl_engine *e)
+{
+    e->prefetch_wanted = e->syms && threads_of(e) >= 2;
+    start_prefetch(e);
+}
+
 /* Builds the trace's index.  0, or a negative code (MTL_ECORRUPT: the
  * trace is damaged, as a scan would have found). */
 static int build_index(struct mtl_engine *e)
@@ -128,9 +162,10 @@ static int build_index(struct mtl_engine *e)
     e->blocks = mtl_reader_blocks(r);
     e->truncated = mtl_reader_info(r)->truncated;
     mtl_reader_close(r);
-    if (rc == 0)
+    if (rc == 0) {
         use_index(e);
-    else if (rc != MTL_ECORRUPT)
+        start_prefetch(e);
+    } else if (rc != MTL_ECORRUPT)
         e->ix_failed = 1; /* out of memory, say: the stream still works */
     return rc;
 }
@@ -356,7 +391,7 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
         .needs = ops->needs,
         .sums = ops->sums,
     };
-    struct mtl_scan_input in = { r, reopen, e, refresh ? &e->defs : NULL, v };
+    struct mtl_scan_input in = { r, reopen, e, refresh ? &e->defs : NULL, v, defs_read };
     rc = mtl_scan(&in, f, &wrapped, &pw, res);
     if (e->opt.progress)
         e->opt.progress(e->opt.arg, "reading the trace", 1);
@@ -518,6 +553,7 @@ int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl
     struct mtl_view *v = mtl_engine_view(e, f);
     if (!v)
         return MTL_ENOMEM;
+    mtl_engine_prefetch_symbols(e);
     if (wants_index(e, f, &ops)) {
         int rc = e->ix ? 0 : build_index(e);
         if (rc < 0 && rc != MTL_ENOMEM)
@@ -534,6 +570,7 @@ int mtl_engine_live_sums(struct mtl_engine *e, const struct mtl_filter *f, uint6
     struct mtl_view *v = mtl_engine_view(e, f);
     if (!v)
         return MTL_ENOMEM;
+    mtl_engine_prefetch_symbols(e);
     if (e->ix)
         return index_result(e, mtl__index_live_sums(e->ix, &e->defs, v, f, seq,
                                                     threads_of(e), out));

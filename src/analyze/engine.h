@@ -90,6 +90,12 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
 int mtl_engine_live_after(struct mtl_engine *e, const struct mtl_filter *f, uint64_t seq,
                           int (*block)(void *arg, const struct mtl_block *b), void *arg);
 
+/* Starts reading the symbols of the modules that the stacks known so far
+ * use, on a thread beside the scan that follows (symbols/prefetch.h), for
+ * an analysis that will name its stacks.  Once per engine; not when the
+ * engine may use one thread only.  mtl_engine_sums and _live_sums call it. */
+void mtl_engine_prefetch_symbols(struct mtl_engine *e);
+
 struct mtl_stackagg;
 /* The weights of the blocks that pass f, summed per (thread, stack) into
  * out (per thread when out->per_thread): the core of most analyses, which

@@ -18,6 +18,7 @@ int mtl__peak_stacks(struct mtl_engine *e, const struct mtl_filter *f,
     struct mtl_curve *c = calloc(1, sizeof *c);
     if (!c)
         return MTL_ENOMEM;
+    mtl_engine_prefetch_symbols(e); /* beside finding the peak */
     int rc = mtl_engine_curve(e, f, c);
     if (rc == 0 && c->found)
         rc = mtl_engine_live_sums(e, f, c->peak_seq, agg);

@@ -183,6 +183,13 @@ static int lost_free(struct scan *s, const struct mtl_event *ev,
     return 0;
 }
 
+static void refresh_defs(struct scan *s)
+{
+    mtl__reader_defs(s->r, s->in->d);
+    if (s->in->defs_read)
+        s->in->defs_read(s->in->reopen_arg);
+}
+
 static int on_alloc(struct scan *s, const struct mtl_event *ev)
 {
     struct mtl_ptrmap_val v = {
@@ -195,7 +202,7 @@ static int on_alloc(struct scan *s, const struct mtl_event *ev)
     /* The view needs the stack's nodes: the reader's arrays may have grown
      * (and moved) since the definitions were last taken. */
     if (s->in->d && mtl_reader_stack_count(s->r) != s->in->d->nnodes && s->pass != 2)
-        mtl__reader_defs(s->r, s->in->d);
+        refresh_defs(s);
     int passes = !s->alloc_filters ||
                  mtl_filter_at_alloc(s->f, ev->size, tid_of(s->r, ev->thread), ev->thread,
                                      ev->time_us);
@@ -272,7 +279,7 @@ static int one_pass(struct scan *s)
         } else {
             /* Threads and modules come with these: the definitions grow. */
             if (s->in->d && s->pass != 2)
-                mtl__reader_defs(s->r, s->in->d);
+                refresh_defs(s);
             if (s->ops->event && s->pass != 1)
                 rc = call_event(s, &ev, NULL, 0);
         }
@@ -283,7 +290,7 @@ static int one_pass(struct scan *s)
         return rc;
     s->end_us = mtl_reader_info(s->r)->duration_us;
     if (s->in->d && s->pass != 2)
-        mtl__reader_defs(s->r, s->in->d);
+        refresh_defs(s);
     if (s->pass != 2) {
         struct remaining rem = { s, 0 };
         mtl_ptrmap_each(&s->live, report_remaining, &rem);
@@ -310,7 +317,7 @@ static int alloc_pass(struct scan *s)
         /* The view needs the batch's stacks: the reader's arrays may have
          * grown (and moved) since the definitions were last taken. */
         if (s->in->d && mtl_reader_stack_count(s->r) != s->in->d->nnodes)
-            mtl__reader_defs(s->r, s->in->d);
+            refresh_defs(s);
         for (size_t i = 0; i < b->n && rc >= 0; i++) {
             uint64_t ordinal = s->allocations++;
             if (s->alloc_filters &&
@@ -344,7 +351,7 @@ static int alloc_pass(struct scan *s)
         return rc;
     s->end_us = info->duration_us;
     if (s->in->d)
-        mtl__reader_defs(s->r, s->in->d);
+        refresh_defs(s);
     return 0;
 }
 

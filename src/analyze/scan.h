@@ -83,13 +83,15 @@ struct mtl_scan_result {
 
 /* Where a scan reads: r, just opened (or positioned at the start of its
  * events); reopen gives a new reader on the same trace for a second pass;
- * d the definitions the view v uses, refreshed from r as it reads. */
+ * d the definitions the view v uses, refreshed from r as it reads, and
+ * then defs_read called (when set); arg is both callbacks'. */
 struct mtl_scan_input {
     struct mtl_reader *r;
     int (*reopen)(void *arg, struct mtl_reader **out);
     void *reopen_arg;
     struct mtl_defs *d;
     struct mtl_view *v;
+    void (*defs_read)(void *arg);
 };
 
 /* Scans with filter f.  Returns 0, or a negative MTL_E* code when the

@@ -253,6 +253,17 @@ static int find_cu(struct mtl_symfile *f, uint64_t a, Dwarf_Die *cu,
     return 1;
 }
 
+void mtl__dwarf_prepare(struct mtl_symfile *f)
+{
+    Dwarf_Aranges *ar;
+    size_t n;
+    /* libdw keeps the ranges it reads, for find_cu's lookups; without
+     * any (clang), find_cu falls back on its own index. */
+    if (load_dwarf(f) && (dwarf_getaranges(f->dw, &ar, &n) != 0 || n == 0) &&
+        !f->cus_loaded)
+        load_cus(f);
+}
+
 /* ---- names ---- */
 
 static int lang_has_scopes(Dwarf_Die *cu)

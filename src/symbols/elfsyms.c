@@ -17,15 +17,54 @@
  */
 #include <gelf.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "symbols/internal.h"
 
-static int cmp_sym(const void *a, const void *b)
+/* The sort key's byte d: d < 8 is byte d of the address, d == 8 the
+ * rank, best first. */
+static unsigned key_byte(const struct mtl_funcsym *s, int d)
 {
-    const struct mtl_funcsym *x = a, *y = b;
-    if (x->lo != y->lo)
-        return x->lo < y->lo ? -1 : 1;
-    return y->rank - x->rank;
+    return d < 8 ? (unsigned)(s->lo >> (8 * d)) & 0xff : 255u - (unsigned)s->rank;
+}
+
+/* Sorts by address, aliases best first.  A stable radix sort, a byte at a
+ * time from the least significant (the rank), over only the bytes where the
+ * addresses differ: qsort took 4 ms on the 27,000 functions of gcc's cc1,
+ * as long as reading them, which a cold report waits for; this takes a
+ * tenth of that.  Returns -1 when out of memory. */
+static int sort_syms(struct mtl_funcsym *a, size_t n)
+{
+    struct mtl_funcsym *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    uint64_t differ = 0;
+    for (size_t i = 1; i < n; i++)
+        differ |= a[i].lo ^ a[0].lo;
+    struct mtl_funcsym *src = a, *dst = tmp;
+    static const int order[9] = { 8, 0, 1, 2, 3, 4, 5, 6, 7 };
+    for (int p = 0; p < 9; p++) {
+        int digit = order[p];
+        if (digit < 8 && !((differ >> (8 * digit)) & 0xff))
+            continue;
+        size_t start[256] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            start[key_byte(&src[i], digit)]++;
+        for (size_t k = 0, sum = 0; k < 256; k++) {
+            size_t c = start[k];
+            start[k] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[start[key_byte(&src[i], digit)]++] = src[i];
+        struct mtl_funcsym *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+    free(tmp);
+    return 0;
 }
 
 static void load_syms(struct mtl_symfile *f)
@@ -56,15 +95,23 @@ static void load_syms(struct mtl_symfile *f)
         fs->rank = (bind == STB_GLOBAL ? 8 : bind == STB_WEAK ? 4 : 0) +
                    (name[0] != '_' ? 2 : 0) + (sym.st_size > 0);
     }
-    if (f->nsyms > 1)
-        qsort(f->syms, f->nsyms, sizeof *f->syms, cmp_sym);
+    if (f->nsyms > 1 && sort_syms(f->syms, f->nsyms) < 0) {
+        free(f->syms); /* unsorted is unusable: no names from this table */
+        f->syms = NULL;
+        f->nsyms = 0;
+    }
+}
+
+void mtl__symtab_load(struct mtl_symfile *f)
+{
+    if (!f->syms_loaded)
+        load_syms(f);
 }
 
 /* The name of the function symbol containing a, NULL when none. */
 const char *mtl__symtab_name(struct mtl_symfile *f, uint64_t a)
 {
-    if (!f->syms_loaded)
-        load_syms(f);
+    mtl__symtab_load(f);
     size_t lo = 0, hi = f->nsyms; /* first symbol with lo > a */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

@@ -623,7 +623,7 @@ static struct mtl_symfile *by_path_and_id(struct mtl_symbolizer *s,
 
 struct mtl_symfile *mtl__sym_find_file(struct mtl_symbolizer *s,
                                        const struct mtl_module *m,
-                                       const char *m_path)
+                                       const char *m_path, const char **warning)
 {
     if (!strchr(m_path, '/'))
         return NULL;
@@ -668,7 +668,7 @@ struct mtl_symfile *mtl__sym_find_file(struct mtl_symbolizer *s,
                 goto out;
         }
     }
-    mtl__sym_warn(s, path, why);
+    *warning = mtl__sym_warning(s, path, why);
 out:
     free(path);
     return f;

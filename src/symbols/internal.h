@@ -89,6 +89,7 @@ struct mtl_module_state {
     struct mtl_segment *segs;
     size_t nsegs;
     struct mtl_symfile *file;   /* NULL: addresses only */
+    const char *warning;        /* why file is NULL, until reported */
     struct mtl_hmap results;    /* addr -> struct mtl_sym_result * */
 };
 
@@ -121,6 +122,9 @@ struct mtl_symbolizer {
     struct mtl_hmap names;      /* mangled string's address -> readable name */
     struct mtl_intern warnings; /* messages, in the order given; */
     uint32_t reported;          /* those below this id were reported */
+
+    struct mtl_sym_prefetch *prefetch; /* its thread owns s while running */
+    int prefetched;             /* one prefetch per symbolizer */
 };
 
 /* ---- debugcache.c ---- */
@@ -140,10 +144,11 @@ int mtl__sym_set_options(struct mtl_symbolizer *s,
 void mtl__sym_release_options(struct mtl_symbolizer *s);
 
 /* The usable file for module m (recorded path m_path), or NULL: then the
- * module's frames show as addresses, and maybe a warning says why. */
+ * module's frames show as addresses, and maybe *warning (in the arena)
+ * says why. */
 struct mtl_symfile *mtl__sym_find_file(struct mtl_symbolizer *s,
                                        const struct mtl_module *m,
-                                       const char *m_path);
+                                       const char *m_path, const char **warning);
 void mtl__symfile_free(struct mtl_symfile *f);
 
 /* ---- debuginfod.c ---- */
@@ -160,6 +165,8 @@ void mtl__debuginfod_end(struct mtl_symbolizer *s);
 /* The name (as in the table, mangled) of the function symbol containing
  * file address a, NULL when none. */
 const char *mtl__symtab_name(struct mtl_symfile *f, uint64_t a);
+/* Loads f's table now if it is not loaded yet. */
+void mtl__symtab_load(struct mtl_symfile *f);
 
 /* ---- dwarf.c ---- */
 
@@ -170,6 +177,9 @@ const char *mtl__symtab_name(struct mtl_symfile *f, uint64_t a);
  * does (its file and line may still be known). */
 int mtl__dwarf_lookup(struct mtl_symbolizer *s, struct mtl_symfile *f,
                       uint64_t a, struct mtl_symbol *e, int cap);
+/* Opens f's DWARF and reads its CU address ranges now, as the first
+ * lookup would. */
+void mtl__dwarf_prepare(struct mtl_symfile *f);
 void mtl__dwarf_release(struct mtl_symfile *f);
 
 /* ---- demangle.c ---- */
@@ -180,7 +190,18 @@ const char *mtl__sym_readable(struct mtl_symbolizer *s, const char *name);
 
 /* ---- symbolizer.c ---- */
 
-/* Records a warning "PATH: WHY; showing addresses" (once per text). */
-void mtl__sym_warn(struct mtl_symbolizer *s, const char *path, const char *why);
+/* The warning "PATH: WHY; showing addresses", in the arena (NULL when out
+ * of memory: the frames still show). */
+const char *mtl__sym_warning(struct mtl_symbolizer *s, const char *path, const char *why);
+
+/* The file of module index (made ready as a frame's lookup would make
+ * it), NULL when it has none or there is no such module. */
+struct mtl_symfile *mtl__sym_module_file(struct mtl_symbolizer *s, uint32_t index);
+
+/* ---- prefetch.c ---- */
+
+/* Waits for s's prefetch, if one is running: its thread owns s until
+ * then.  Every entry point of the public API calls it first. */
+void mtl__sym_prefetch_wait(struct mtl_symbolizer *s);
 
 #endif

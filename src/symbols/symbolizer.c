@@ -67,6 +67,7 @@ void mtl_symbolizer_close(struct mtl_symbolizer *s)
 {
     if (!s)
         return;
+    mtl__sym_prefetch_wait(s);
     uint64_t key, v;
     for (size_t i = 0; mtl_hmap_next(&s->modules, &i, &key, &v);) {
         struct mtl_module_state *ms = (struct mtl_module_state *)(uintptr_t)v;
@@ -88,13 +89,23 @@ void mtl_symbolizer_close(struct mtl_symbolizer *s)
 
 /* ---- warnings ---- */
 
-void mtl__sym_warn(struct mtl_symbolizer *s, const char *path, const char *why)
+const char *mtl__sym_warning(struct mtl_symbolizer *s, const char *path, const char *why)
 {
     char msg[4400];
-    uint32_t id;
     snprintf(msg, sizeof msg, "%s: %s; showing addresses", path, why);
+    return mtl_arena_strdup(&s->arena, msg);
+}
+
+/* Reports why ms shows addresses, when a frame of it is first resolved
+ * (not when it was opened: a prefetch opens modules no frame may use). */
+static void warn_once(struct mtl_symbolizer *s, struct mtl_module_state *ms)
+{
+    if (!ms || !ms->warning)
+        return;
+    uint32_t id;
     /* A warning lost to out of memory: the frames still show. */
-    mtl_intern_str(&s->warnings, msg, &id);
+    mtl_intern_str(&s->warnings, ms->warning, &id);
+    ms->warning = NULL;
 }
 
 void mtl_symbolizer_warnings(struct mtl_symbolizer *s,
@@ -102,6 +113,7 @@ void mtl_symbolizer_warnings(struct mtl_symbolizer *s,
                              void *arg)
 {
     assert(s && fn);
+    mtl__sym_prefetch_wait(s);
     for (; s->reported < s->warnings.n; s->reported++)
         fn(mtl_intern_at(&s->warnings, s->reported, NULL), arg);
 }
@@ -135,9 +147,26 @@ static struct mtl_module_state *get_module(struct mtl_symbolizer *s,
     }
     if (!ms->path)
         return NULL;
-    ms->file = mtl__sym_find_file(s, m, ms->path);
+    ms->file = mtl__sym_find_file(s, m, ms->path, &ms->warning);
     if (mtl_hmap_put(&s->modules, index, (uintptr_t)ms, NULL) < 0)
         return NULL;
+    return ms;
+}
+
+struct mtl_symfile *mtl__sym_module_file(struct mtl_symbolizer *s, uint32_t index)
+{
+    struct mtl_module_state *ms = get_module(s, index);
+    return ms ? ms->file : NULL;
+}
+
+/* The state of module index for resolving a frame in it, its warning
+ * reported. */
+static struct mtl_module_state *use_module(struct mtl_symbolizer *s, uint32_t index)
+{
+    if (index == UINT32_MAX)
+        return NULL;
+    struct mtl_module_state *ms = get_module(s, index);
+    warn_once(s, ms);
     return ms;
 }
 
@@ -177,7 +206,8 @@ int mtl_symbolizer_resolve(struct mtl_symbolizer *s, uint32_t module,
                            uint64_t addr, const struct mtl_symbol **out)
 {
     assert(s && out);
-    struct mtl_module_state *ms = module == UINT32_MAX ? NULL : get_module(s, module);
+    mtl__sym_prefetch_wait(s);
+    struct mtl_module_state *ms = use_module(s, module);
     /* A module not defined yet may be defined later: not cached then. */
     struct mtl_hmap *cache = ms ? &ms->results
                              : module == UINT32_MAX ? &s->no_module : NULL;
@@ -216,8 +246,9 @@ int mtl_symbolizer_function(struct mtl_symbolizer *s, uint32_t module, uint64_t 
                             const char **name)
 {
     assert(s && name);
+    mtl__sym_prefetch_wait(s);
     *name = NULL;
-    struct mtl_module_state *ms = module == UINT32_MAX ? NULL : get_module(s, module);
+    struct mtl_module_state *ms = use_module(s, module);
     if (!ms || !ms->file)
         return 0;
     uint64_t a = addr - ms->base - 1;

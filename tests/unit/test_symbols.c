@@ -26,6 +26,7 @@
 
 #include "memtally/symbols.h"
 #include "check.h"
+#include "symbols/prefetch.h"
 #include "memtally/trace.h"
 
 #define MAX_MODS 128
@@ -399,6 +400,69 @@ static void check_options(uint32_t exe, uintptr_t a_direct)
     unsetenv("DEBUGINFOD_CACHE_PATH");
 }
 
+/* A prefetch changes nothing but the time: the answers are those of a
+ * symbolizer without one; a module's warning comes when a frame of it is
+ * resolved, not when the prefetch opened it; the prefetch reads its own
+ * copies of the modules, so the caller may change its own meanwhile. */
+static void check_prefetch(uint32_t exe, uint32_t libc_mod, uintptr_t a_direct,
+                           uintptr_t a_inline)
+{
+    struct mtl_symbolizer *s;
+    const struct mtl_symbol *e;
+    uint32_t list[] = { exe, libc_mod, FAKE_GONE, FAKE_CHANGED, 5000 /* undefined */ };
+
+    /* Not when debuginfod may be asked. */
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9/", 1);
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, NULL), 0);
+    CHECK_EQ(mtl_symbolizer_prefetch(s, list, 5), 0);
+    mtl_symbolizer_close(s);
+    unsetenv("DEBUGINFOD_URLS");
+
+    CHECK_EQ(mtl_symbolizer_open_modules(&s, get_module, NULL, NULL), 0);
+    CHECK_EQ(mtl_symbolizer_prefetch(s, list, 5), 1);
+    CHECK_EQ(mtl_symbolizer_prefetch(s, list, 5), 0); /* once */
+    char saved[4096];
+    memcpy(saved, self.path[exe], sizeof saved);
+    strcpy(self.path[exe], "/nonexistent/changed-meanwhile");
+    int n = mtl_symbolizer_resolve(s, exe, a_direct, &e);
+    memcpy(self.path[exe], saved, sizeof saved);
+    CHECK_EQ(n, 1);
+    CHECK(e[0].function && strcmp(e[0].function, "direct_caller") == 0);
+    CHECK_EQ(e[0].line, line_direct);
+    CHECK(strcmp(e[0].module, self.mod[exe].path) == 0);
+    n = mtl_symbolizer_resolve(s, exe, a_inline, &e);
+    CHECK_EQ(n, 2);
+    CHECK(e[0].function && strcmp(e[0].function, "inlined_helper") == 0);
+
+    struct seen w = { .n = 0 };
+    mtl_symbolizer_warnings(s, collect, &w);
+    CHECK_EQ(w.n, 0); /* FAKE_GONE and FAKE_CHANGED opened, not used */
+    const struct mtl_module *gone = get_module(NULL, FAKE_GONE);
+    CHECK_EQ(mtl_symbolizer_resolve(s, FAKE_GONE, gone->base + 0x1234, &e), 1);
+    CHECK(e[0].function == NULL);
+    mtl_symbolizer_warnings(s, collect, &w);
+    for (int i = 0; i < w.n; i++)
+        printf("warning: %s\n", w.msg[i]);
+    CHECK_EQ(w.n, 1);
+    CHECK(has_warning(&w, "/nonexistent/memtally-test/libgone.so.1", "not found"));
+
+    /* The symbol table, sorted by address with the best of aliases first:
+     * malloc, not __libc_malloc. */
+    static const char *const names[] = { "malloc", "realloc", "free" };
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    CHECK(libc != NULL);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *name = NULL;
+        uintptr_t a = (uintptr_t)dlsym(libc, names[i]);
+        CHECK_EQ(mtl_symbolizer_function(s, libc_mod, a + 1, &name), 1);
+        if (!name || strcmp(name, names[i]) != 0)
+            fprintf(stderr, "%s: named %s\n", names[i], name ? name : "(null)");
+        CHECK(name && strcmp(name, names[i]) == 0);
+    }
+    dlclose(libc);
+    mtl_symbolizer_close(s);
+}
+
 int main(void)
 {
     check_demangler();
@@ -572,6 +636,7 @@ int main(void)
     CHECK_EQ(open_fds(), fds_before);
     mtl_symbolizer_close(NULL);
 
-    check_options(exe, a_direct);
+    check_prefetch(exe, libc_mod, a_direct, a_inline);
+    check_options(exe, a_direct); /* last: it changes the modules */
     CHECKS_DONE();
 }
