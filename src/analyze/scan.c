@@ -10,6 +10,7 @@
 #include "memtally/errors.h"
 #include "analyze/stackagg.h"
 #include "trace/allocs.h"
+#include "trace/blocksums.h"
 #include "trace/defs.h"
 
 struct scan {
@@ -355,6 +356,40 @@ static int alloc_pass(struct scan *s)
     return 0;
 }
 
+/* The scan of sums per stack that need nothing of an allocation but its
+ * size and stack (no thread, no time): the reader's per-block sums, made
+ * by the workers that decode the blocks, so that this thread adds a few
+ * thousand totals per block instead of every allocation. */
+static int sums_pass(struct scan *s)
+{
+    const struct mtl_block_sums *b;
+    uint64_t next_progress = 0;
+    int rc;
+    while ((rc = mtl__reader_alloc_sums(s->r, &b)) > 0) {
+        if (s->ops->progress)
+            progress(s, &next_progress);
+        if (s->in->d && mtl_reader_stack_count(s->r) != s->in->d->nnodes)
+            refresh_defs(s);
+        s->allocations += b->allocs;
+        for (size_t i = 0; i < b->n && rc >= 0; i++) {
+            int passes = stack_passes(s, b->stack[i]);
+            if (passes > 0)
+                rc = mtl_stackagg_add(s->ops->sums, 0, b->stack[i], b->calls[i], b->bytes[i],
+                                      0);
+            else
+                rc = passes;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    if (rc < 0)
+        return rc;
+    s->end_us = mtl_reader_info(s->r)->duration_us;
+    if (s->in->d)
+        refresh_defs(s);
+    return 0;
+}
+
 int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
              const struct mtl_scan_ops *ops, void *arg, struct mtl_scan_result *res)
 {
@@ -369,7 +404,9 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
     /* end_us is needed by --lifetime for blocks never freed, before the
      * end is reached: the duration is known only at the end, so those are
      * settled after the loop (report_remaining). */
-    int rc = s.at_alloc ? alloc_pass(&s) : one_pass(&s);
+    int by_block = s.at_alloc && ops->sums && !ops->sums->per_thread && !ops->block &&
+                   !s.alloc_filters;
+    int rc = by_block ? sums_pass(&s) : s.at_alloc ? alloc_pass(&s) : one_pass(&s);
     struct mtl_reader *r2 = NULL;
     if (rc == 0 && s.two_pass) {
         rc = in->reopen(in->reopen_arg, &r2);

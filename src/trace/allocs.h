@@ -31,4 +31,13 @@ struct mtl_allocs {
  * defined by the time it returns. */
 int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out);
 
+struct mtl_block_sums;
+/* The allocations of the next block summed per stack (blocksums.h: made
+ * by the worker that decoded it, when the reader has workers): 1 and *out,
+ * valid until the next call; 0 at the end; or a negative code.  For
+ * analyses that want nothing per thread or time.  As mtl__reader_allocs,
+ * from the start of the events and not mixed with other reads; every
+ * stack of the sums is defined by the time it returns. */
+int mtl__reader_alloc_sums(struct mtl_reader *r, const struct mtl_block_sums **out);
+
 #endif

@@ -21,6 +21,7 @@
 
 #include "common/varint.h"
 #include "memtally/errors.h"
+#include "trace/blocksums.h"
 
 enum { FREE, BUSY, READY };
 
@@ -33,6 +34,8 @@ struct slot {
     const uint8_t *sp[MTL_STREAMS], *se[MTL_STREAMS]; /* each stream's bytes */
     uint64_t *vals[MTL_STREAMS];
     size_t vals_cap[MTL_STREAMS];
+    struct mtl_sums_buf sums;
+    int sums_made;         /* for the block in blk */
 };
 
 /* What decoding needs of its own on each thread. */
@@ -40,6 +43,7 @@ struct decoder {
     ZSTD_DCtx *dctx;
     uint8_t *cbuf;
     size_t cbuf_cap;
+    struct mtl_sums_scratch sums;
 };
 
 struct mtl_blocks {
@@ -47,6 +51,9 @@ struct mtl_blocks {
     const uint8_t *mem;
     size_t mem_size;
     _Atomic int want_ptr;
+    _Atomic int want_sums;
+    enum mtl_mode mode;    /* for the sums' weights */
+    uint64_t rate;
 
     struct slot *slots;
     unsigned nslots;
@@ -116,6 +123,7 @@ static void claim(struct mtl_blocks *b, struct slot *s)
 {
     uint8_t h[MTL_BLOCK_HEADER_SIZE];
     memset(&s->blk, 0, sizeof s->blk);
+    s->sums_made = 0;
     s->blk.number = b->number;
     s->blk.start = b->pos;
     ssize_t n = read_at(b, b->pos, h, sizeof h);
@@ -167,6 +175,13 @@ static int decode_stream(struct slot *s, int i)
     s->blk.val[i] = s->vals[i];
     s->blk.nval[i] = (uint32_t)(o - s->vals[i]);
     return 0;
+}
+
+static void make_sums(const struct mtl_blocks *b, struct slot *s, struct decoder *d)
+{
+    mtl__sums_make(&s->sums, &d->sums, s->blk.val[MTL_S_SIZE], s->blk.nval[MTL_S_SIZE],
+                   s->blk.val[MTL_S_STACK], s->blk.nval[MTL_S_STACK], b->mode, b->rate);
+    s->sums_made = 1;
 }
 
 /* Reads, decompresses and decodes the block claimed into s. */
@@ -228,12 +243,14 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
         if (decode_stream(s, i) < 0)
             return finish(s, MTL_ENOMEM, 0);
     }
+    if (b->want_sums)
+        make_sums(b, s, d);
 }
 
 static void *worker(void *arg)
 {
     struct mtl_blocks *b = arg;
-    struct decoder d = { ZSTD_createDCtx(), NULL, 0 };
+    struct decoder d = { ZSTD_createDCtx(), NULL, 0, MTL_SUMS_SCRATCH_INIT };
     pthread_mutex_lock(&b->mu);
     for (;;) {
         struct slot *s = &b->slots[b->number % b->nslots];
@@ -259,6 +276,7 @@ static void *worker(void *arg)
     pthread_mutex_unlock(&b->mu);
     ZSTD_freeDCtx(d.dctx);
     free(d.cbuf);
+    mtl__sums_scratch_release(&d.sums);
     return NULL;
 }
 
@@ -277,6 +295,7 @@ int mtl__blocks_open(struct mtl_blocks **out, int fd, const uint8_t *mem, size_t
     b->nslots = 1;
     b->slots = calloc(1, sizeof *b->slots);
     b->own.dctx = ZSTD_createDCtx();
+    b->own.sums = (struct mtl_sums_scratch)MTL_SUMS_SCRATCH_INIT;
     if (!b->slots || !b->own.dctx) {
         mtl__blocks_close(b);
         return MTL_ENOMEM;
@@ -292,6 +311,7 @@ static void free_slots(struct mtl_blocks *b)
         free(b->slots[i].raw);
         for (int k = 0; k < MTL_STREAMS; k++)
             free(b->slots[i].vals[k]);
+        mtl__sums_release(&b->slots[i].sums);
     }
     free(b->slots);
 }
@@ -316,6 +336,13 @@ void mtl__blocks_workers(struct mtl_blocks *b, unsigned n)
 void mtl__blocks_want_pointers(struct mtl_blocks *b, int want)
 {
     b->want_ptr = want;
+}
+
+void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate)
+{
+    b->mode = mode;
+    b->rate = rate;
+    b->want_sums = 1;
 }
 
 /* Starts the workers; any that cannot start leave the work to the rest,
@@ -400,6 +427,16 @@ int mtl__block_stream(struct mtl_blocks *b, enum mtl__stream s)
     return decode_stream(b->cur, s);
 }
 
+const struct mtl_block_sums *mtl__block_sums(struct mtl_blocks *b)
+{
+    struct slot *s = b->cur;
+    if (!s || s->blk.status != 1)
+        return NULL;
+    if (!s->sums_made)
+        make_sums(b, s, &b->own);
+    return &s->sums.out;
+}
+
 void mtl__blocks_close(struct mtl_blocks *b)
 {
     if (!b)
@@ -419,5 +456,6 @@ void mtl__blocks_close(struct mtl_blocks *b)
     free_slots(b);
     ZSTD_freeDCtx(b->own.dctx);
     free(b->own.cbuf);
+    mtl__sums_scratch_release(&b->own.sums);
     free(b);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "memtally/trace.h"
 #include "trace/format.h"
 
 struct mtl_block {
@@ -58,6 +59,11 @@ void mtl__blocks_workers(struct mtl_blocks *b, unsigned n);
  * time, blocks decoded before keep theirs undecoded (mtl__block_stream). */
 void mtl__blocks_want_pointers(struct mtl_blocks *b, int want);
 
+/* Whether the workers sum each block's allocations per stack as they
+ * decode it (blocksums.h), with the weights of this mode and rate; from
+ * now on.  Blocks decoded before are summed when asked (mtl__block_sums). */
+void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate);
+
 /* The next block, valid until the next call.  After an end or an error
  * the same answer comes again, except after mtl__blocks_rewind. */
 int mtl__blocks_next(struct mtl_blocks *b, const struct mtl_block **out);
@@ -68,5 +74,11 @@ void mtl__blocks_rewind(struct mtl_blocks *b, uint64_t pos, uint64_t number);
 
 /* Decodes stream s of the current block if it was not: 0 or MTL_ENOMEM. */
 int mtl__block_stream(struct mtl_blocks *b, enum mtl__stream s);
+
+struct mtl_block_sums;
+/* The per-stack sums of the current block (made now if its worker did not
+ * make them), valid until the next mtl__blocks_next; NULL when there is no
+ * current block. */
+const struct mtl_block_sums *mtl__block_sums(struct mtl_blocks *b);
 
 #endif

@@ -28,6 +28,7 @@
 #include "common/varint.h"
 #include "trace/allocs.h"
 #include "trace/blocks.h"
+#include "trace/blocksums.h"
 #include "trace/defs.h"
 #include "trace/format.h"
 
@@ -62,6 +63,8 @@ struct mtl_reader {
     int at_eof;
     int follow;             /* a trace still being written: wait, don't judge */
     int no_pointers;        /* pointers are not wanted: their stream is skipped */
+    int sums_taken;         /* the current block's sums were handed out */
+    int sums_wanted;        /* the workers were asked for them */
 
     /* decoder state */
     uint64_t last_us, last_ptr;
@@ -142,6 +145,7 @@ static int next_block(struct mtl_reader *r)
         return 0;
     }
     r->blk = b;
+    r->sums_taken = 0;
     r->sp = b->main;
     r->se = b->main_end;
     memset(r->vi, 0, sizeof r->vi);
@@ -722,6 +726,98 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
             return rc;
         if (rc == 0)
             return out->n > 0;
+    }
+}
+
+/* Walks the rest of the current block as mtl__reader_allocs does, but
+ * takes nothing of its allocations (their sizes and stacks are summed
+ * apart): only the times, for the state, and the other records.  The hot
+ * loop keeps its state in locals (a call would make the compiler reload
+ * it from r each time); pointers must not be wanted. */
+static int walk_rest(struct mtl_reader *r)
+{
+    const uint8_t *sp = r->sp, *se = r->se;
+    const uint64_t *time = r->blk->val[MTL_S_TIME];
+    uint32_t ti = r->vi[MTL_S_TIME], tn = r->blk->nval[MTL_S_TIME], allocs = 0;
+    uint64_t last = r->last_us, seq = r->seq;
+    int rc = 0;
+    while (sp < se) {
+        uint8_t type = *sp;
+        if (type == MTL_REC_ALLOC || type == MTL_REC_FREE) {
+            if (ti >= tn) {
+                rc = MTL_ECORRUPT;
+                break;
+            }
+            last += time[ti++];
+            allocs += type == MTL_REC_ALLOC;
+            seq++;
+            sp++;
+            continue;
+        }
+        struct mtl_event ev;
+        if (seq != r->seq)
+            r->info.complete = 0; /* as for any record but END */
+        r->sp = sp;
+        r->vi[MTL_S_TIME] = ti;
+        r->vi[MTL_S_SIZE] += allocs; /* block_used_up checks the counts */
+        r->vi[MTL_S_STACK] += allocs;
+        allocs = 0;
+        r->last_us = last;
+        if (last > r->info.duration_us)
+            r->info.duration_us = last;
+        if ((rc = read_record(r, &ev)) < 0)
+            return rc;
+        if (rc > 0 && ev.type == MTL_EV_ALLOC)
+            seq++; /* an ALLOC_EX: in the sums too */
+        rc = 0;
+        r->seq = seq;
+        sp = r->sp;
+        ti = r->vi[MTL_S_TIME];
+        last = r->last_us;
+    }
+    if (seq != r->seq)
+        r->info.complete = 0;
+    r->sp = sp;
+    r->vi[MTL_S_TIME] = ti;
+    r->vi[MTL_S_SIZE] += allocs;
+    r->vi[MTL_S_STACK] += allocs;
+    r->last_us = last;
+    r->seq = seq;
+    if (last > r->info.duration_us)
+        r->info.duration_us = last;
+    return rc;
+}
+
+int mtl__reader_alloc_sums(struct mtl_reader *r, const struct mtl_block_sums **out)
+{
+    if (!r->no_pointers)
+        return MTL_EINVAL; /* the walk skips them */
+    if (!r->sums_wanted) {
+        mtl__blocks_want_sums(r->src, r->info.mode, r->info.sample_rate);
+        r->sums_wanted = 1;
+    }
+    for (;;) {
+        if (r->blk && !r->sums_taken) {
+            int rc = walk_rest(r);
+            if (rc < 0)
+                return rc;
+            if ((rc = block_used_up(r)) <= 0)
+                return rc < 0 ? rc : MTL_ECORRUPT;
+            const struct mtl_block_sums *s = mtl__block_sums(r->src);
+            if (!s || s->status <= 0)
+                return s && s->status < 0 ? s->status : MTL_ECORRUPT;
+            /* Each stack was defined before its allocations, so by the
+             * end of their block: a weaker check than the record's own,
+             * for damaged traces only. */
+            if (s->n && s->max_stack >= r->nnodes)
+                return MTL_ECORRUPT;
+            r->sums_taken = 1;
+            *out = s;
+            return 1;
+        }
+        int rc = advance_block(r);
+        if (rc <= 0)
+            return rc;
     }
 }
 

@@ -19,7 +19,8 @@
  * mtl_reader_stack_node(), every string, thread and module it names looked
  * up and read in full (so that ASan sees any bad pointer the reader hands
  * out).  An event that names a stack the reader cannot resolve is a reader
- * bug: it aborts.
+ * bug: it aborts.  Then it is read again as the analyses of allocations
+ * read it (fuzz_read_allocs).
  */
 #ifndef MEMTALLY_FUZZ_COMMON_H
 #define MEMTALLY_FUZZ_COMMON_H
@@ -33,6 +34,8 @@
 #include <zstd.h>
 
 #include "memtally/trace.h"
+#include "trace/allocs.h"
+#include "trace/blocksums.h"
 #include "trace/format.h"
 
 #define FUZZ_SEPARATOR "MBLK"
@@ -145,6 +148,42 @@ static int fuzz_read_trace(const char *path)
     return rc;
 }
 
+/* Reads the trace at path twice more as the analyses of allocations read
+ * it: allocation by allocation (mtl__reader_allocs) and in per-block sums
+ * made by a worker (mtl__reader_alloc_sums).  Both reading it whole, they
+ * must count the same allocations. */
+static void fuzz_read_allocs(const char *path)
+{
+    static struct mtl_allocs batch;
+    struct mtl_reader *r;
+    uint64_t one = 0, summed = 0;
+    int rc1, rc2;
+    if (mtl_reader_open(&r, path) < 0)
+        return;
+    mtl_reader_skip_pointers(r, 1);
+    while ((rc1 = mtl__reader_allocs(r, &batch)) > 0)
+        for (size_t i = 0; i < batch.n; i++) {
+            fuzz_stack(r, batch.stack[i]);
+            one++;
+        }
+    mtl_reader_close(r);
+    if (mtl_reader_open(&r, path) < 0)
+        return;
+    mtl_reader_skip_pointers(r, 1);
+    mtl_reader_threads(r, 1);
+    const struct mtl_block_sums *b;
+    while ((rc2 = mtl__reader_alloc_sums(r, &b)) > 0) {
+        for (size_t i = 0; i < b->n; i++) {
+            fuzz_stack(r, b->stack[i]);
+            fuzz_sink += (uint64_t)b->calls[i] + (uint64_t)b->bytes[i];
+        }
+        summed += b->allocs;
+    }
+    mtl_reader_close(r);
+    if (rc1 == 0 && rc2 == 0 && one != summed)
+        fuzz_bug("the per-block sums count other allocations than the reader", summed);
+}
+
 /* Appends n bytes to the growing buffer *buf (of *len bytes). */
 static void fuzz_append(uint8_t **buf, size_t *len, const void *p, size_t n)
 {
@@ -234,7 +273,9 @@ static int fuzz_one(const uint8_t *data, size_t size)
         abort();
     }
     free(wrapped);
-    return fuzz_read_trace(path);
+    int rc = fuzz_read_trace(path);
+    fuzz_read_allocs(path);
+    return rc;
 }
 
 #endif

@@ -1,0 +1,146 @@
+/*
+ * blocksums.c: see blocksums.h.
+ *
+ * Stack ids are handed out in the order stacks are first seen, so a block
+ * mostly uses ids close together: a dense table from id to entry serves
+ * them without hashing, as stackagg.c does; ids beyond DENSE_MAX (a
+ * program with millions of stacks, or a damaged trace) go to a hash map,
+ * so that one wild id costs no memory.
+ */
+#include "trace/blocksums.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memtally/errors.h"
+#include "trace/defs.h"
+
+#define DENSE_MAX (1u << 22)
+
+static int grow_entries(struct mtl_sums_buf *b, size_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t cap = need;
+    uint32_t *s = realloc(b->stack, cap * sizeof *s);
+    if (s)
+        b->stack = s;
+    double *c = s ? realloc(b->calls, cap * sizeof *c) : NULL;
+    if (c)
+        b->calls = c;
+    double *y = c ? realloc(b->bytes, cap * sizeof *y) : NULL;
+    if (!y)
+        return MTL_ENOMEM;
+    b->bytes = y;
+    b->cap = cap;
+    return 0;
+}
+
+static int grow_dense(struct mtl_sums_scratch *t, size_t need)
+{
+    size_t cap = t->dense_cap ? t->dense_cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    uint32_t *d = realloc(t->dense, cap * sizeof *d);
+    if (!d)
+        return MTL_ENOMEM;
+    memset(d + t->dense_cap, 0, (cap - t->dense_cap) * sizeof *d);
+    t->dense = d;
+    t->dense_cap = cap;
+    return 0;
+}
+
+/* The entry of stack id in b's table (made if new), or -1 when out of
+ * memory. */
+static ptrdiff_t entry_of(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, uint32_t id)
+{
+    uint32_t *slot = NULL;
+    uint64_t *far = NULL;
+    if (id < DENSE_MAX) {
+        if (id >= t->dense_cap && grow_dense(t, (size_t)id + 1) < 0)
+            return -1;
+        slot = &t->dense[id];
+        if (*slot)
+            return *slot - 1;
+    } else {
+        int created;
+        if (!(far = mtl_hmap_slot(&t->far, id, &created)))
+            return -1;
+        if (!created)
+            return (ptrdiff_t)*far;
+    }
+    size_t e = b->out.n;
+    if (grow_entries(b, e + 1) < 0) {
+        if (far)
+            mtl_hmap_take(&t->far, id, NULL);
+        return -1;
+    }
+    b->stack[e] = id;
+    b->calls[e] = b->bytes[e] = 0;
+    b->out.n++;
+    if (slot)
+        *slot = (uint32_t)e + 1;
+    else
+        *far = e;
+    if (id > b->out.max_stack)
+        b->out.max_stack = id;
+    return (ptrdiff_t)e;
+}
+
+void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, const uint64_t *size,
+                    size_t n, const uint64_t *stack, size_t nstack, enum mtl_mode mode,
+                    uint64_t rate)
+{
+    b->out = (struct mtl_block_sums){ .status = 1, .allocs = n };
+    if (nstack != n) {
+        b->out.status = 0;
+        return;
+    }
+    /* Room for a stack per allocation at once: the pages of what is not
+     * used are never touched, where growing by doubling would leave the
+     * smaller copies behind in the heap. */
+    if (grow_entries(b, n) < 0) {
+        b->out.status = MTL_ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (stack[i] > UINT32_MAX) {
+            b->out.status = 0;
+            break;
+        }
+        ptrdiff_t e = entry_of(b, t, (uint32_t)stack[i]);
+        if (e < 0) {
+            b->out.status = MTL_ENOMEM;
+            break;
+        }
+        double wc, wb;
+        mtl__weights(mode, rate, size[i], &wc, &wb);
+        b->calls[e] += wc;
+        b->bytes[e] += wb;
+    }
+    /* The tables empty again for the next block, at the cost of this
+     * one's stacks rather than of their size. */
+    for (size_t e = 0; e < b->out.n; e++)
+        if (b->stack[e] < DENSE_MAX)
+            t->dense[b->stack[e]] = 0;
+    if (t->far.count)
+        mtl_hmap_clear(&t->far);
+    b->out.stack = b->stack;
+    b->out.calls = b->calls;
+    b->out.bytes = b->bytes;
+}
+
+void mtl__sums_release(struct mtl_sums_buf *b)
+{
+    free(b->stack);
+    free(b->calls);
+    free(b->bytes);
+    *b = (struct mtl_sums_buf)MTL_SUMS_BUF_INIT;
+}
+
+void mtl__sums_scratch_release(struct mtl_sums_scratch *t)
+{
+    free(t->dense);
+    mtl_hmap_release(&t->far);
+    *t = (struct mtl_sums_scratch)MTL_SUMS_SCRATCH_INIT;
+}
