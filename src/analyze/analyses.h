@@ -139,11 +139,16 @@ void mtl_stacks_release(struct mtl_stacks *s);
 
 /* ---- tree: the call tree of allocations ------------------------------- */
 
+/* How deep a tree goes at most, whatever max_depth says: a stack holds 256
+ * frames at most as memtally records it, and JSON readers stop at some
+ * depth of nesting (two levels per frame). */
+#define MTL_TREE_MAX_DEPTH 500
+
 struct mtl_tree_options {
     const char *callers;    /* bottom up from the functions matching it */
     const char *callees;    /* top down from the functions matching it */
     double min_percent;     /* nodes below this share of the root are left out */
-    size_t max_depth;       /* 0: all */
+    size_t max_depth;       /* 0: all, up to MTL_TREE_MAX_DEPTH */
 };
 
 struct mtl_tree_node {

@@ -91,9 +91,10 @@ static int insert(struct build *t, const struct mtl_stackagg_entry *e)
     uint32_t node = 0;
     t->nodes[0].calls += e->calls;
     t->nodes[0].bytes += e->bytes;
-    size_t depth = 0;
-    for (long i = from; i != to && (!t->o->max_depth || depth < t->o->max_depth);
-         i += step, depth++) {
+    size_t depth = 0, limit = MTL_TREE_MAX_DEPTH;
+    if (t->o->max_depth && t->o->max_depth < limit)
+        limit = t->o->max_depth;
+    for (long i = from; i != to && depth < limit; i += step, depth++) {
         const struct mtl_location *l = mtl_view_location(t->v, locs[i]);
         if (!(node = child(t, node, l->function_id, locs[i])))
             return MTL_ENOMEM;

@@ -21,7 +21,9 @@
 
 #include "common/buf.h"
 
-#define MTL_JSON_MAX_DEPTH 64
+/* The call tree nests two levels per frame, and its depth stops at
+ * MTL_TREE_MAX_DEPTH (analyses.h). */
+#define MTL_JSON_MAX_DEPTH 1024
 
 struct mtl_json {
     struct mtl_buf *out;

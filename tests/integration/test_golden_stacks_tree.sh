@@ -71,3 +71,24 @@ expect_jq "tree: main nodes" w.json '[.. | objects | select(has("children") and 
 expect_jq "tree: main's children" w.json \
     '[.. | objects | select(has("children") and fname == "main") | .children[] | [fname, .calls, .bytes]] | sort' \
     '[["alpha",10,1000],["beta",6,1200],["delta",4,256],["gamma",3,3000],["grow",5,600],["keeper",7,364],["scratch",8,288]]'
+
+# A stack as deep as memtally records them (256 frames): the tree nests
+# two JSON levels per frame, past what the JSON writer once allowed (it
+# aborted) and past what jq 1.6 parses, so the nodes are counted here.
+{
+    echo "header depth=256"
+    printf 'stack deep'
+    i=256; while [ $i -ge 1 ]; do printf ' f%d' $i; i=$((i - 1)); done
+    echo
+    echo "start 0 0 100 main"
+    echo "alloc 10 0 0x1000 48 deep"
+    echo "end 20"
+} | mktrace deep.mtly
+"$MEMTALLY_BIN" tree --json deep.mtly >d.json 2>d.err || fail "tree --json of a 256-frame stack: exit $?: $(cat d.err)"
+[ "$(grep -o '"function": ' d.json | wc -l)" -eq 257 ] ||
+    fail "tree of a 256-frame stack: $(grep -o '"function": ' d.json | wc -l) nodes, not 257"
+grep -q '"function": "f256", "file": null, "line": null, "calls": 1, "bytes": 48, "percent": 100.0000, "children": \[\]}' d.json ||
+    fail "tree of a 256-frame stack: f256 is not its innermost node"
+"$MEMTALLY_BIN" tree --json --max-depth 10 deep.mtly >d.json || fail "tree --max-depth 10: exit $?"
+expect_jq "tree --max-depth 10 of it (the root: (all), cut at its parenthesis)" d.json '[.root | recurse(.children[]) | fname]' \
+    '["","f1","f2","f3","f4","f5","f6","f7","f8","f9","f10"]'
