@@ -177,10 +177,18 @@ static int decode_stream(struct slot *s, int i)
     return 0;
 }
 
+/* Sums s's allocations per stack from the bytes of its SIZE and STACK
+ * streams, which are then counted even when not decoded. */
 static void make_sums(const struct mtl_blocks *b, struct slot *s, struct decoder *d)
 {
-    mtl__sums_make(&s->sums, &d->sums, s->blk.val[MTL_S_SIZE], s->blk.nval[MTL_S_SIZE],
-                   s->blk.val[MTL_S_STACK], s->blk.nval[MTL_S_STACK], b->mode, b->rate);
+    struct mtl_sums_stream size = { s->sp[MTL_S_SIZE], s->se[MTL_S_SIZE], 0, 0 };
+    struct mtl_sums_stream stack = { s->sp[MTL_S_STACK], s->se[MTL_S_STACK], 0, 0 };
+    mtl__sums_make(&s->sums, &d->sums, &size, &stack, b->mode, b->rate);
+    s->blk.nval[MTL_S_SIZE] = size.n;
+    s->blk.bad[MTL_S_SIZE] = size.bad;
+    s->blk.nval[MTL_S_STACK] = stack.n;
+    s->blk.bad[MTL_S_STACK] = stack.bad;
+    s->blk.counted[MTL_S_SIZE] = s->blk.counted[MTL_S_STACK] = 1;
     s->sums_made = 1;
 }
 
@@ -237,13 +245,15 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
         return finish(s, MTL_ECORRUPT, 0);
     s->blk.main = s->sp[MTL_S_MAIN];
     s->blk.main_end = s->se[MTL_S_MAIN];
+    int sums = b->want_sums;
     for (int i = 1; i < MTL_STREAMS; i++) {
-        if (i == MTL_S_PTR && !b->want_ptr)
+        if ((i == MTL_S_PTR && !b->want_ptr) ||
+            (sums && (i == MTL_S_SIZE || i == MTL_S_STACK)))
             continue;
         if (decode_stream(s, i) < 0)
             return finish(s, MTL_ENOMEM, 0);
     }
-    if (b->want_sums)
+    if (sums)
         make_sums(b, s, d);
 }
 

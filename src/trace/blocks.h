@@ -32,6 +32,9 @@ struct mtl_block {
     const uint64_t *val[MTL_STREAMS];
     uint32_t nval[MTL_STREAMS];
     uint8_t bad[MTL_STREAMS];
+    /* nval and bad are known though val is NULL: the SIZE and STACK
+     * streams when summed straight from their bytes (blocksums.h). */
+    uint8_t counted[MTL_STREAMS];
 };
 
 struct mtl_blocks;
@@ -60,8 +63,10 @@ void mtl__blocks_workers(struct mtl_blocks *b, unsigned n);
 void mtl__blocks_want_pointers(struct mtl_blocks *b, int want);
 
 /* Whether the workers sum each block's allocations per stack as they
- * decode it (blocksums.h), with the weights of this mode and rate; from
- * now on.  Blocks decoded before are summed when asked (mtl__block_sums). */
+ * decode it (blocksums.h), with the weights of this mode and rate, from
+ * now on; they then leave its SIZE and STACK streams undecoded (counted:
+ * mtl__block_stream decodes them when a record needs them).  Blocks
+ * decoded before are summed when asked (mtl__block_sums). */
 void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate);
 
 /* The next block, valid until the next call.  After an end or an error

@@ -21,7 +21,7 @@ static int grow_entries(struct mtl_sums_buf *b, size_t need)
 {
     if (need <= b->cap)
         return 0;
-    size_t cap = need;
+    size_t cap = need > 2 * b->cap ? need : 2 * b->cap;
     uint32_t *s = realloc(b->stack, cap * sizeof *s);
     if (s)
         b->stack = s;
@@ -87,37 +87,63 @@ static ptrdiff_t entry_of(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, ui
     return (ptrdiff_t)e;
 }
 
-void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, const uint64_t *size,
-                    size_t n, const uint64_t *stack, size_t nstack, enum mtl_mode mode,
-                    uint64_t rate)
+/* The next number of stream s into *v: 1, or 0 at its end or at a
+ * varint that does not parse (then s->bad). */
+static int next_value(struct mtl_sums_stream *s, uint64_t *v)
 {
-    b->out = (struct mtl_block_sums){ .status = 1, .allocs = n };
-    if (nstack != n) {
-        b->out.status = 0;
-        return;
+    if (s->p >= s->end)
+        return 0;
+    if (*s->p < 0x80) {
+        *v = *s->p++; /* most fields fit in one byte */
+    } else if (mtl__get_varint(&s->p, s->end, v) < 0) {
+        s->bad = 1;
+        s->p = s->end;
+        return 0;
     }
-    /* Room for a stack per allocation at once: the pages of what is not
-     * used are never touched, where growing by doubling would leave the
-     * smaller copies behind in the heap. */
-    if (grow_entries(b, n) < 0) {
+    s->n++;
+    return 1;
+}
+
+void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t,
+                    struct mtl_sums_stream *size, struct mtl_sums_stream *stack,
+                    enum mtl_mode mode, uint64_t rate)
+{
+    b->out = (struct mtl_block_sums){ .status = 1 };
+    size->n = stack->n = 0;
+    size->bad = stack->bad = 0;
+    /* Room for a stack per byte of sizes (each takes one at least) at
+     * once: the pages of what is not used are never touched, where
+     * growing by doubling would leave the smaller copies behind. */
+    if (grow_entries(b, (size_t)(size->end - size->p)) < 0) {
         b->out.status = MTL_ENOMEM;
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (stack[i] > UINT32_MAX) {
-            b->out.status = 0;
+    uint64_t sz, st;
+    for (;;) {
+        int has_size = next_value(size, &sz), has_stack = next_value(stack, &st);
+        if (!has_size || !has_stack) {
+            if (has_size || has_stack)
+                b->out.status = 0; /* one stream has more numbers */
             break;
         }
-        ptrdiff_t e = entry_of(b, t, (uint32_t)stack[i]);
+        ptrdiff_t e = st > UINT32_MAX ? -2 : entry_of(b, t, (uint32_t)st);
         if (e < 0) {
-            b->out.status = MTL_ENOMEM;
+            b->out.status = e == -1 ? MTL_ENOMEM : 0;
             break;
         }
         double wc, wb;
-        mtl__weights(mode, rate, size[i], &wc, &wb);
+        mtl__weights(mode, rate, sz, &wc, &wb);
         b->calls[e] += wc;
         b->bytes[e] += wb;
     }
+    /* What is left is counted, for the reader's check of the block. */
+    while (next_value(size, &sz))
+        ;
+    while (next_value(stack, &st))
+        ;
+    if (size->bad || stack->bad)
+        b->out.status = 0;
+    b->out.allocs = size->n;
     /* The tables empty again for the next block, at the cost of this
      * one's stacks rather than of their size. */
     for (size_t e = 0; e < b->out.n; e++)

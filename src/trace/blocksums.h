@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/hmap.h"
+#include "common/varint.h"
 #include "memtally/trace.h"
 
 struct mtl_block_sums {
@@ -48,11 +49,22 @@ struct mtl_sums_scratch {
 #define MTL_SUMS_BUF_INIT { { 0, 0, NULL, NULL, NULL, 0, 0 }, NULL, NULL, NULL, 0 }
 #define MTL_SUMS_SCRATCH_INIT { NULL, 0, MTL_HMAP_INIT }
 
-/* Sums the n allocations whose sizes and stacks these are (nstack stack
- * numbers; the block is corrupt unless nstack == n) into b->out. */
-void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, const uint64_t *size,
-                    size_t n, const uint64_t *stack, size_t nstack, enum mtl_mode mode,
-                    uint64_t rate);
+/* The SIZE or STACK stream of a block, as varint bytes, and what summing
+ * found of it: how many numbers, and whether a varint that does not
+ * parse comes after them (as blocks.h counts a decoded stream). */
+struct mtl_sums_stream {
+    const uint8_t *p, *end;
+    uint32_t n;
+    uint8_t bad;
+};
+
+/* Sums the allocations whose sizes and stacks these streams hold into
+ * b->out, straight from their varints (decoding them into arrays first
+ * cost more than the sums), and counts each stream's numbers; the block is
+ * corrupt (status 0) unless they pair up. */
+void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t,
+                    struct mtl_sums_stream *size, struct mtl_sums_stream *stack,
+                    enum mtl_mode mode, uint64_t rate);
 
 void mtl__sums_release(struct mtl_sums_buf *b);
 void mtl__sums_scratch_release(struct mtl_sums_scratch *t);

@@ -161,7 +161,7 @@ static int block_used_up(struct mtl_reader *r)
     for (int i = 1; i < MTL_STREAMS; i++) {
         if (i == MTL_S_PTR && r->no_pointers)
             continue;
-        if (!r->blk->val[i] && mtl__block_stream(r->src, i) < 0)
+        if (!r->blk->val[i] && !r->blk->counted[i] && mtl__block_stream(r->src, i) < 0)
             return MTL_ENOMEM;
         if (r->vi[i] != r->blk->nval[i] || r->blk->bad[i])
             return 0;
@@ -218,6 +218,18 @@ static int get_ptr(struct mtl_reader *r, uint64_t *ptr)
     r->window_head = (r->window_head + 1) % MTL_PTR_WINDOW;
     r->window[r->window_head] = *ptr;
     r->last_ptr = *ptr;
+    return 0;
+}
+
+/* Decodes the SIZE and STACK streams of the block, when it was summed
+ * (blocksums.h) and a record needs them after all.  0 or MTL_ENOMEM. */
+static int need_sizes(struct mtl_reader *r)
+{
+    if (r->blk->val[MTL_S_SIZE] && r->blk->val[MTL_S_STACK])
+        return 0;
+    if (mtl__block_stream(r->src, MTL_S_SIZE) < 0 ||
+        mtl__block_stream(r->src, MTL_S_STACK) < 0)
+        return MTL_ENOMEM;
     return 0;
 }
 
@@ -566,7 +578,7 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
     case MTL_REC_ALLOC:
     case MTL_REC_ALLOC_EX: {
         uint64_t size, stack, ptr, flags = 0, tag = 0;
-        if ((rc = advance_time(r, ev)) < 0)
+        if ((rc = advance_time(r, ev)) < 0 || (rc = need_sizes(r)) < 0)
             return rc;
         GETS(MTL_S_SIZE, size);
         GETS(MTL_S_STACK, stack);
@@ -675,6 +687,8 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
             int rc;
             if (type == MTL_REC_ALLOC) {
                 r->sp++;
+                if ((rc = need_sizes(r)) < 0)
+                    return rc;
                 GETS(MTL_S_TIME, dt);
                 GETS(MTL_S_SIZE, size);
                 GETS(MTL_S_STACK, stack);

@@ -19,28 +19,52 @@
 #include "check.h"
 #include "memtally/errors.h"
 #include "trace/allocs.h"
+#include "common/varint.h"
 #include "trace/blocksums.h"
 #include "trace/defs.h"
 #include "trace_mem.h"
 
 /* ---- the sums alone ---------------------------------------------------- */
 
+static uint8_t size_bytes[256], stack_bytes[256];
+static struct mtl_sums_stream size_s, stack_s;
+
+/* Sums n sizes and nstack stacks, written as varints, the way a block
+ * holds them; bad_tail: a varint that does not parse after the stacks. */
+static const struct mtl_block_sums *sums(struct mtl_sums_buf *b, struct mtl_sums_scratch *t,
+                                         const uint64_t *size, size_t n,
+                                         const uint64_t *stack, size_t nstack, int bad_tail,
+                                         enum mtl_mode mode)
+{
+    uint8_t *p = size_bytes, *q = stack_bytes;
+    for (size_t i = 0; i < n; i++)
+        p = mtl__put_varint(p, size[i]);
+    for (size_t i = 0; i < nstack; i++)
+        q = mtl__put_varint(q, stack[i]);
+    if (bad_tail)
+        *q++ = 0x80; /* continues past the end */
+    size_s = (struct mtl_sums_stream){ size_bytes, p, 99, 1 };
+    stack_s = (struct mtl_sums_stream){ stack_bytes, q, 99, 1 };
+    mtl__sums_make(b, t, &size_s, &stack_s, mode, 16);
+    return &b->out;
+}
+
 static void check_sums(void)
 {
     struct mtl_sums_buf b = MTL_SUMS_BUF_INIT;
     struct mtl_sums_scratch t = MTL_SUMS_SCRATCH_INIT;
     const uint64_t far = (1u << 23) + 7; /* past the dense table */
-    uint64_t size[] = { 10, 20, 30, 40, 5 };
+    uint64_t size[] = { 10, 20, 300, 40, 5 };
     uint64_t stack[] = { 5, 3, 5, far, 3 };
-    mtl__sums_make(&b, &t, size, 5, stack, 5, MTL_MODE_FULL, 0);
-    const struct mtl_block_sums *s = &b.out;
+    const struct mtl_block_sums *s = sums(&b, &t, size, 5, stack, 5, 0, MTL_MODE_FULL);
     CHECK_EQ(s->status, 1);
     CHECK_EQ(s->allocs, 5);
+    CHECK(size_s.n == 5 && stack_s.n == 5 && !size_s.bad && !stack_s.bad);
     CHECK_EQ(s->n, 3);
     CHECK_EQ(s->stack[0], 5);
     CHECK_EQ(s->stack[1], 3);
     CHECK_EQ(s->stack[2], far);
-    CHECK(s->calls[0] == 2 && s->bytes[0] == 40);
+    CHECK(s->calls[0] == 2 && s->bytes[0] == 310);
     CHECK(s->calls[1] == 2 && s->bytes[1] == 25);
     CHECK(s->calls[2] == 1 && s->bytes[2] == 40);
     CHECK_EQ(s->max_stack, far);
@@ -48,30 +72,40 @@ static void check_sums(void)
     /* The next block starts from nothing. */
     uint64_t size2[] = { 7, 8 };
     uint64_t stack2[] = { far, 3 };
-    mtl__sums_make(&b, &t, size2, 2, stack2, 2, MTL_MODE_FULL, 0);
+    s = sums(&b, &t, size2, 2, stack2, 2, 0, MTL_MODE_FULL);
     CHECK_EQ(s->status, 1);
     CHECK_EQ(s->n, 2);
     CHECK(s->stack[0] == far && s->calls[0] == 1 && s->bytes[0] == 7);
     CHECK(s->stack[1] == 3 && s->calls[1] == 1 && s->bytes[1] == 8);
 
     /* An empty block. */
-    mtl__sums_make(&b, &t, NULL, 0, NULL, 0, MTL_MODE_FULL, 0);
+    s = sums(&b, &t, NULL, 0, NULL, 0, 0, MTL_MODE_FULL);
     CHECK(s->status == 1 && s->n == 0 && s->allocs == 0 && s->max_stack == 0);
+    CHECK(size_s.n == 0 && stack_s.n == 0);
 
-    /* Streams that do not pair up, a stack id no node can have. */
-    mtl__sums_make(&b, &t, size, 5, stack, 4, MTL_MODE_FULL, 0);
+    /* Streams that do not pair up, a varint that does not parse, a stack
+     * id no node can have: corrupt, with each stream counted in full. */
+    s = sums(&b, &t, size, 5, stack, 4, 0, MTL_MODE_FULL);
     CHECK_EQ(s->status, 0);
-    uint64_t wild[] = { 3, (uint64_t)UINT32_MAX + 1 };
-    mtl__sums_make(&b, &t, size, 2, wild, 2, MTL_MODE_FULL, 0);
+    CHECK(size_s.n == 5 && stack_s.n == 4);
+    s = sums(&b, &t, size, 3, stack, 5, 0, MTL_MODE_FULL);
     CHECK_EQ(s->status, 0);
-    mtl__sums_make(&b, &t, size2, 2, stack2, 2, MTL_MODE_FULL, 0); /* reset after */
+    CHECK(size_s.n == 3 && stack_s.n == 5);
+    s = sums(&b, &t, size, 5, stack, 5, 1, MTL_MODE_FULL);
+    CHECK_EQ(s->status, 0);
+    CHECK(stack_s.n == 5 && stack_s.bad && !size_s.bad);
+    uint64_t wild[] = { 3, (uint64_t)UINT32_MAX + 1, 3 };
+    s = sums(&b, &t, size, 3, wild, 3, 0, MTL_MODE_FULL);
+    CHECK_EQ(s->status, 0);
+    CHECK(size_s.n == 3 && stack_s.n == 3);
+    s = sums(&b, &t, size2, 2, stack2, 2, 0, MTL_MODE_FULL); /* reset after */
     CHECK(s->status == 1 && s->n == 2 && s->calls[1] == 1);
 
     /* Sampled: each allocation weighs what mtl__weights says. */
-    mtl__sums_make(&b, &t, size, 5, stack, 5, MTL_MODE_SAMPLED, 16);
+    s = sums(&b, &t, size, 5, stack, 5, 0, MTL_MODE_SAMPLED);
     double c0, b0, c2, b2;
     mtl__weights(MTL_MODE_SAMPLED, 16, 10, &c0, &b0);
-    mtl__weights(MTL_MODE_SAMPLED, 16, 30, &c2, &b2);
+    mtl__weights(MTL_MODE_SAMPLED, 16, 300, &c2, &b2);
     CHECK(fabs(s->calls[0] - (c0 + c2)) < 1e-9 && fabs(s->bytes[0] - (b0 + b2)) < 1e-9);
     CHECK(s->calls[0] > 2);
 
