@@ -89,7 +89,7 @@ static ptrdiff_t entry_of(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, ui
 
 /* The next number of stream s into *v: 1, or 0 at its end or at a
  * varint that does not parse (then s->bad). */
-static int next_value(struct mtl_sums_stream *s, uint64_t *v)
+static inline int next_value(struct mtl_sums_stream *s, uint64_t *v)
 {
     if (s->p >= s->end)
         return 0;
@@ -118,7 +118,12 @@ void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t,
         b->out.status = MTL_ENOMEM;
         return;
     }
-    uint64_t sz, st;
+    /* A run of allocations from one stack (a loop's) is summed here
+     * before its entry: adding to the entry each time would wait on the
+     * addition before, through memory. */
+    uint64_t sz, st, run_stack = UINT64_MAX;
+    ptrdiff_t e = -1;
+    double run_calls = 0, run_bytes = 0;
     for (;;) {
         int has_size = next_value(size, &sz), has_stack = next_value(stack, &st);
         if (!has_size || !has_stack) {
@@ -126,15 +131,27 @@ void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t,
                 b->out.status = 0; /* one stream has more numbers */
             break;
         }
-        ptrdiff_t e = st > UINT32_MAX ? -2 : entry_of(b, t, (uint32_t)st);
-        if (e < 0) {
-            b->out.status = e == -1 ? MTL_ENOMEM : 0;
-            break;
+        if (st != run_stack) {
+            if (e >= 0) {
+                b->calls[e] += run_calls;
+                b->bytes[e] += run_bytes;
+            }
+            run_calls = run_bytes = 0;
+            run_stack = st;
+            e = st > UINT32_MAX ? -2 : entry_of(b, t, (uint32_t)st);
+            if (e < 0) {
+                b->out.status = e == -1 ? MTL_ENOMEM : 0;
+                break;
+            }
         }
         double wc, wb;
         mtl__weights(mode, rate, sz, &wc, &wb);
-        b->calls[e] += wc;
-        b->bytes[e] += wb;
+        run_calls += wc;
+        run_bytes += wb;
+    }
+    if (e >= 0) {
+        b->calls[e] += run_calls;
+        b->bytes[e] += run_bytes;
     }
     /* What is left is counted, for the reader's check of the block. */
     while (next_value(size, &sz))
@@ -146,9 +163,9 @@ void mtl__sums_make(struct mtl_sums_buf *b, struct mtl_sums_scratch *t,
     b->out.allocs = size->n;
     /* The tables empty again for the next block, at the cost of this
      * one's stacks rather than of their size. */
-    for (size_t e = 0; e < b->out.n; e++)
-        if (b->stack[e] < DENSE_MAX)
-            t->dense[b->stack[e]] = 0;
+    for (size_t i = 0; i < b->out.n; i++)
+        if (b->stack[i] < DENSE_MAX)
+            t->dense[b->stack[i]] = 0;
     if (t->far.count)
         mtl_hmap_clear(&t->far);
     b->out.stack = b->stack;
