@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "memtally/errors.h"
 
 static struct mtl_stackagg_entry *new_entry(struct mtl_stackagg *a, uint32_t thread,
@@ -25,17 +26,10 @@ static struct mtl_stackagg_entry *new_entry(struct mtl_stackagg *a, uint32_t thr
 static struct mtl_stackagg_entry *entry_of(struct mtl_stackagg *a, uint32_t thread,
                                            uint32_t stack)
 {
-    if (stack >= a->dense_cap) {
-        size_t cap = a->dense_cap ? a->dense_cap : 1024;
-        while (cap <= stack)
-            cap *= 2;
-        uint32_t *d = realloc(a->dense, cap * sizeof *d);
-        if (!d)
-            return NULL;
-        memset(d + a->dense_cap, 0, (cap - a->dense_cap) * sizeof *d);
-        a->dense = d;
-        a->dense_cap = cap;
-    }
+    if (stack >= a->dense_cap &&
+        mtl_grow_zeroed((void **)&a->dense, &a->dense_cap, (size_t)stack + 1, sizeof *a->dense,
+                        1024) < 0)
+        return NULL;
     uint32_t k = a->dense[stack];
     if (k && a->e[k - 1].thread == thread)
         return &a->e[k - 1];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "memtally/errors.h"
 #include "trace/defs.h"
 
@@ -36,20 +37,6 @@ static int grow_entries(struct mtl_sums_buf *b, size_t need)
     return 0;
 }
 
-static int grow_dense(struct mtl_sums_scratch *t, size_t need)
-{
-    size_t cap = t->dense_cap ? t->dense_cap : 4096;
-    while (cap < need)
-        cap *= 2;
-    uint32_t *d = realloc(t->dense, cap * sizeof *d);
-    if (!d)
-        return MTL_ENOMEM;
-    memset(d + t->dense_cap, 0, (cap - t->dense_cap) * sizeof *d);
-    t->dense = d;
-    t->dense_cap = cap;
-    return 0;
-}
-
 /* The entry of stack id in b's table (made if new), or -1 when out of
  * memory. */
 static ptrdiff_t entry_of(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, uint32_t id)
@@ -57,7 +44,9 @@ static ptrdiff_t entry_of(struct mtl_sums_buf *b, struct mtl_sums_scratch *t, ui
     uint32_t *slot = NULL;
     uint64_t *far = NULL;
     if (id < DENSE_MAX) {
-        if (id >= t->dense_cap && grow_dense(t, (size_t)id + 1) < 0)
+        if (id >= t->dense_cap &&
+            mtl_grow_zeroed((void **)&t->dense, &t->dense_cap, (size_t)id + 1,
+                            sizeof *t->dense, 4096) < 0)
             return -1;
         slot = &t->dense[id];
         if (*slot)

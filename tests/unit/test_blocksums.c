@@ -208,21 +208,6 @@ static void same_totals(const struct tm_trace *tr, int want_rc)
     }
 }
 
-/* An ALLOC_EX record (an allocation with a type tag), by hand. */
-static void alloc_ex(struct tm_trace *t, uint64_t us, uint32_t thread, uint64_t ptr,
-                     uint64_t size, uint32_t stack, uint32_t tag)
-{
-    tm_switch(t, thread);
-    tm_room(t);
-    tb_byte(t->b, MTL_REC_ALLOC_EX);
-    tm_at(t, us);
-    tb_size(t->b, size);
-    tb_stack(t->b, stack);
-    tm_pointer(t, ptr);
-    tb_var(t->b, MTL_ALLOC_EX_TAG);
-    tb_var(t->b, tag);
-}
-
 /* Thousands of events on three threads, stacks defined as they come
  * (some in later blocks than others), blocks cut at odd places. */
 static void build_busy(struct tm_trace *t, enum mtl_mode mode, int end)
@@ -254,7 +239,7 @@ static void build_busy(struct tm_trace *t, enum mtl_mode mode, int end)
             live[slot] = 0x10000 + (uint64_t)slot * 64;
             uint32_t st = stacks[(r >> 16) % nstacks];
             if (r % 11 == 0)
-                alloc_ex(t, now, thread, live[slot], 1 + r % 5000, st, tag);
+                tm_alloc_tagged(t, now, thread, live[slot], 1 + r % 5000, st, tag);
             else
                 tm_alloc(t, now, thread, live[slot], 1 + r % 5000, st);
         }

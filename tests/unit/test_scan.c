@@ -197,7 +197,7 @@ static int scan(const struct mtl_filter *f, const struct mtl_scan_ops *ops, int 
         struct mtl_view_options vo = { 0 };
         CHECK(mtl_view_open(&v, &defs, &namer, &vo) == 0);
     }
-    struct mtl_scan_input in = { r, reopen, &T, with_view ? &defs : NULL, v };
+    struct mtl_scan_input in = { r, reopen, &T, with_view ? &defs : NULL, v, NULL };
     int rc = mtl_scan(&in, f, ops, NULL, res);
     mtl_view_close(v);
     mtl_reader_close(r);
@@ -539,7 +539,7 @@ static void test_stop(void)
     got.stop_after = 2;
     struct mtl_reader *r;
     CHECK(mtl_reader_open_memory(&r, T.data, T.size) == 0);
-    struct mtl_scan_input in = { r, reopen, &T, NULL, NULL };
+    struct mtl_scan_input in = { r, reopen, &T, NULL, NULL, NULL };
     memset(got.blocks, 0, sizeof got.blocks);
     got.nblocks = 0;
     CHECK(mtl_scan(&in, &f, &ops, NULL, NULL) == MTL_ESTOPPED);

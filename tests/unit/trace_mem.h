@@ -211,17 +211,28 @@ static inline void tm_pointer(struct tm_trace *t, uint64_t ptr)
     t->window[t->head] = ptr;
 }
 
-static inline void tm_alloc(struct tm_trace *t, uint64_t us, uint32_t thread, uint64_t ptr,
-                            uint64_t size, uint32_t stack)
+/* An ALLOC record, or with a tag (a string id, not 0) an ALLOC_EX. */
+static inline void tm_alloc_tagged(struct tm_trace *t, uint64_t us, uint32_t thread,
+                                   uint64_t ptr, uint64_t size, uint32_t stack, uint32_t tag)
 {
     CHECK(stack < t->nnodes);
     tm_switch(t, thread);
     tm_room(t);
-    tb_byte(t->b, MTL_REC_ALLOC);
+    tb_byte(t->b, tag ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
     tm_at(t, us);
     tb_size(t->b, size);
     tb_stack(t->b, stack);
     tm_pointer(t, ptr);
+    if (tag) {
+        tb_var(t->b, MTL_ALLOC_EX_TAG);
+        tb_var(t->b, tag);
+    }
+}
+
+static inline void tm_alloc(struct tm_trace *t, uint64_t us, uint32_t thread, uint64_t ptr,
+                            uint64_t size, uint32_t stack)
+{
+    tm_alloc_tagged(t, us, thread, ptr, size, stack, 0);
 }
 
 static inline void tm_free(struct tm_trace *t, uint64_t us, uint32_t thread, uint64_t ptr)
