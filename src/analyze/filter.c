@@ -134,3 +134,54 @@ int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b)
            same_patterns(a->hide, a->nhide, b->hide, b->nhide) &&
            same_patterns(a->wrappers, a->nwrappers, b->wrappers, b->nwrappers);
 }
+
+/* The options, in the order of the switch below. */
+static const char *const option_names[] = {
+    "allocated-between", "live-at", "live-between", "freed-between", "size",
+    "lifetime", "inside", "not-inside", "thread", "hide", "wrapper",
+};
+
+int mtl_filter_option(struct mtl_filter *f, const char *name, const char *val,
+                      const char **why)
+{
+    size_t k = 0, n = sizeof option_names / sizeof *option_names;
+    while (k < n && strcmp(name, option_names[k]) != 0)
+        k++;
+    if (k == n)
+        return 0;
+    int bad = 0;
+    switch (k) {
+    case 0: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->allocated); break;
+    case 1: bad = mtl_parse_time(val, &f->live_at); f->live_at_set = 1; break;
+    case 2: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->live_between); break;
+    case 3: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->freed); break;
+    case 4: bad = mtl_parse_range(val, 0, mtl_parse_size, &f->size); break;
+    case 5: bad = mtl_parse_range(val, 0, mtl_parse_time, &f->lifetime); break;
+    case 6: bad = mtl_filter_add_pattern(f->inside, &f->ninside, val); break;
+    case 7: bad = mtl_filter_add_pattern(f->not_inside, &f->nnot_inside, val); break;
+    case 8: {
+        const char *digits = val + (val[0] == 't');
+        char *end;
+        errno = 0;
+        unsigned long t = strtoul(digits, &end, 10);
+        bad = !*digits || *end || errno || t > UINT32_MAX || *digits == '-' ? -1 : 0;
+        f->thread_is_index = val[0] == 't';
+        f->thread = (uint32_t)t;
+        f->thread_set = 1;
+        break;
+    }
+    case 9: bad = mtl_filter_add_pattern(f->hide, &f->nhide, val); break;
+    case 10: bad = mtl_filter_add_pattern(f->wrappers, &f->nwrappers, val); break;
+    }
+    if (!bad)
+        return 1;
+    static const char *const whys[] = {
+        "bad time range '%s' (like 1.5s,3s)", "bad time '%s' (like 2.5s, 300ms, 150us)",
+        "bad time range '%s' (like 1.5s,3s)", "bad time range '%s' (like 1.5s,3s)",
+        "bad size range '%s' (like 16..4K)", "bad time range '%s' (like 1ms..2s)",
+        NULL, NULL, "bad thread '%s' (a thread id, or tN)",
+    };
+    *why = k < sizeof whys / sizeof *whys && whys[k] ? whys[k]
+                                                     : "an empty pattern, or more than 32";
+    return -1;
+}

@@ -62,6 +62,13 @@ int mtl_parse_range(const char *s, int comma,
  * wrappers); -1 when the list is full or the pattern empty. */
 int mtl_filter_add_pattern(const char **list, size_t *n, const char *pattern);
 
+/* Sets the filter or frame option name (as the analysis commands take
+ * it, without "--": "size", "live-at", "inside", "hide"...) to val.
+ * Returns 1, 0 when name is none of them, or -1 when val is not what it
+ * takes: *why is then a message with one %s for val. */
+int mtl_filter_option(struct mtl_filter *f, const char *name, const char *val,
+                      const char **why);
+
 /* 1 when every condition can be decided at allocation time. */
 int mtl_filter_decidable_at_alloc(const struct mtl_filter *f);
 

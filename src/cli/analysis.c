@@ -115,64 +115,28 @@ static int filter_option(struct analysis *a, int argc, char **argv, int *i)
     if (rc <= 0)
         return rc;
     const char *name = names[k];
-    int bad = 0;
-    const char *why = NULL;
-    switch (k) {
-    case 0: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->allocated); break;
-    case 1: bad = mtl_parse_time(val, &f->live_at); f->live_at_set = 1; break;
-    case 2: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->live_between); break;
-    case 3: bad = mtl_parse_range(val, 1, mtl_parse_time, &f->freed); break;
-    case 4: bad = mtl_parse_range(val, 0, mtl_parse_size, &f->size); break;
-    case 5: bad = mtl_parse_range(val, 0, mtl_parse_time, &f->lifetime); break;
-    case 6: bad = mtl_filter_add_pattern(f->inside, &f->ninside, val); break;
-    case 7: bad = mtl_filter_add_pattern(f->not_inside, &f->nnot_inside, val); break;
-    case 8: {
-        const char *digits = val;
-        f->thread_is_index = val[0] == 't';
-        digits += f->thread_is_index;
-        char *end;
-        errno = 0;
-        unsigned long t = strtoul(digits, &end, 10);
-        bad = !*digits || *end || errno || t > UINT32_MAX || *digits == '-' ? -1 : 0;
-        f->thread = (uint32_t)t;
-        f->thread_set = 1;
-        break;
-    }
-    case 9: bad = mtl_filter_add_pattern(f->hide, &f->nhide, val); break;
-    case 10: bad = mtl_filter_add_pattern(f->wrappers, &f->nwrappers, val); break;
-    case 11:
-    case 12: {
+    if (k == 11 || k == 12) {
         struct stat st;
-        if (stat(val, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            bad = -1;
+        const char *why = NULL;
+        if (stat(val, &st) < 0 || !S_ISDIR(st.st_mode))
             why = "not a directory";
-        } else if (k == 11) {
+        else if (k == 11)
             a->eopt.symbols.sysroot = val;
-        } else if (a->eopt.symbols.ndebug_dirs == CLI_MAX_DEBUG_DIRS) {
-            bad = -1;
+        else if (a->eopt.symbols.ndebug_dirs == CLI_MAX_DEBUG_DIRS)
             why = "at most 16 of them";
-        } else {
+        else
             a->debug_dirs[a->eopt.symbols.ndebug_dirs++] = val;
-        }
-        break;
-    }
-    }
-    if (!bad)
-        return 1;
-    if (why)
+        if (!why)
+            return 1;
         cli_error("%s: %s %s: %s", a->name, name, val, why);
-    else if (k == 4)
-        cli_error("%s: %s: bad size range '%s' (like 16..4K)", a->name, name, val);
-    else if (k == 5)
-        cli_error("%s: %s: bad time range '%s' (like 1ms..2s)", a->name, name, val);
-    else if (k == 0 || k == 2 || k == 3)
-        cli_error("%s: %s: bad time range '%s' (like 1.5s,3s)", a->name, name, val);
-    else if (k == 1)
-        cli_error("%s: %s: bad time '%s' (like 2.5s, 300ms, 150us)", a->name, name, val);
-    else if (k == 8)
-        cli_error("%s: %s: bad thread '%s' (a thread id, or tN)", a->name, name, val);
-    else
-        cli_error("%s: %s: an empty pattern, or more than %d", a->name, name, MTL_MAX_PATTERNS);
+        return -1;
+    }
+    const char *why;
+    if (mtl_filter_option(f, name + 2, val, &why) > 0)
+        return 1;
+    char msg[512];
+    snprintf(msg, sizeof msg, why, val);
+    cli_error("%s: %s: %s", a->name, name, msg);
     return -1;
 }
 
