@@ -149,6 +149,8 @@ struct mtl_tree_options {
     const char *callees;    /* top down from the functions matching it */
     double min_percent;     /* nodes below this share of the root are left out */
     size_t max_depth;       /* 0: all, up to MTL_TREE_MAX_DEPTH */
+    int inverted;           /* without callers or callees: from the allocation
+                               sites down to their callers, not from main */
 };
 
 struct mtl_tree_node {
@@ -202,6 +204,30 @@ struct mtl_histogram {
 
 int mtl_histogram(struct mtl_engine *e, const struct mtl_filter *f,
                   struct mtl_histogram *out);
+
+/* ---- lifetimes: when blocks were allocated against how long they lived -- */
+
+/* Rows: lifetimes in powers of two of microseconds (row 0: under 1 us,
+ * row k: [2^(k-1), 2^k) us, the last row: 2^(ROWS-2) us and more);
+ * blocks still live at the end of the trace have a row of their own. */
+#define MTL_LIFETIME_ROWS 40
+
+struct mtl_lifetimes {
+    struct mtl_result_head head;
+    uint64_t width_us;      /* of a column: column c holds blocks allocated in
+                               [c * width_us, (c + 1) * width_us) */
+    size_t ncols;
+    double calls, bytes;    /* of all blocks that pass */
+    /* [row * ncols + col], rows 0 .. MTL_LIFETIME_ROWS - 1 */
+    double *cell_calls, *cell_bytes;
+    double *live_calls, *live_bytes; /* [col]: never freed */
+};
+
+/* The blocks that pass f, by allocation time (at most cols columns of
+ * equal width, as few as cover the trace) and lifetime. */
+int mtl_lifetimes(struct mtl_engine *e, const struct mtl_filter *f, size_t cols,
+                  struct mtl_lifetimes *out);
+void mtl_lifetimes_release(struct mtl_lifetimes *l);
 
 /* ---- diff: what changed from one trace to another, by function ------- */
 

@@ -1,7 +1,8 @@
 /*
  * tree.c: the call tree of allocations.  Top down from the outermost
- * frames by default; from the functions matching a pattern down to what
- * they call (callees); or bottom up from it through its callers (callers).
+ * frames by default, or bottom up from the allocation sites (inverted);
+ * from the functions matching a pattern down to what they call (callees);
+ * or bottom up from it through its callers (callers).
  * Nodes are functions (the same function at the same place in the tree is
  * one node), each with everything allocated below it.
  *
@@ -83,6 +84,10 @@ static int insert(struct build *t, const struct mtl_stackagg_entry *e)
         from--;
         to = -1;
         step = -1;
+    } else if (t->o->inverted) {
+        from = 0;
+        to = (long)n;
+        step = 1;
     } else {
         from = (long)n - 1;
         to = -1;

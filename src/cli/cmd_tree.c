@@ -1,7 +1,8 @@
 /*
  * cmd_tree.c: `memtally tree`: the call tree of allocations, top down from
- * the outermost frames, from the functions matching NAME (--callees), or
- * bottom up through NAME's callers (--callers).
+ * the outermost frames, bottom up from the allocation sites (--sites),
+ * from the functions matching NAME (--callees), or bottom up through
+ * NAME's callers (--callers).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@ static const char usage[] =
     "\n"
     "  --callees NAME             top down from the functions matching NAME\n"
     "  --callers NAME             bottom up: who calls NAME, and their callers\n"
+    "  --sites                    bottom up from every allocation site through\n"
+    "                             its callers (as a flame graph of sites)\n"
     "  --min-percent X            leave out nodes below X% of the root (default 1)\n"
     "  --max-depth N              at most N levels\n";
 
@@ -26,6 +29,11 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
                                          "--max-depth" };
     const char *val;
     size_t k;
+    if (!strcmp(argv[*i], "--sites")) {
+        o->inverted = 1;
+        (*i)++;
+        return 1;
+    }
     int rc = option_value("tree", argc, argv, i, names, 4, &k, &val);
     if (rc <= 0)
         return rc;
@@ -61,8 +69,8 @@ int cmd_tree(int argc, char **argv)
     int code;
     if (analysis_parse(&a, argc, argv, usage, 0, parse_opt, &o, &code))
         return code;
-    if (o.callers && o.callees) {
-        cli_error("tree: --callers and --callees go one at a time");
+    if (!!o.callers + !!o.callees + o.inverted > 1) {
+        cli_error("tree: --callers, --callees and --sites go one at a time");
         return 2;
     }
     struct mtl_engine *e = analysis_open(&a, a.path);

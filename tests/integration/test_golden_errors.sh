@@ -40,6 +40,7 @@ expect_error "stacks without --target" 2 stacks t.mtly
 expect_error "stacks --depth 0" 2 stacks --target alpha --depth 0 t.mtly
 expect_error "stacks --min-count x" 2 stacks --target alpha --min-count x t.mtly
 expect_error "tree --callers and --callees" 2 tree --callers alpha --callees alpha t.mtly
+expect_error "tree --sites and --callers" 2 tree --sites --callers alpha t.mtly
 expect_error "timeline --points 0" 2 timeline --points 0 t.mtly
 expect_error "timeline --points x" 2 timeline --points x t.mtly
 expect_error "temporary --within-us x" 2 temporary --within-us x t.mtly

@@ -92,3 +92,12 @@ grep -q '"function": "f256", "file": null, "line": null, "calls": 1, "bytes": 48
 "$MEMTALLY_BIN" tree --json --max-depth 10 deep.mtly >d.json || fail "tree --max-depth 10: exit $?"
 expect_jq "tree --max-depth 10 of it (the root: (all), cut at its parenthesis)" d.json '[.root | recurse(.children[]) | fname]' \
     '["","f1","f2","f3","f4","f5","f6","f7","f8","f9","f10"]'
+
+# tree --sites: bottom up from every allocation site through its callers.
+analyze s.json tree --sites --min-percent 0 t.mtly
+expect_jq "tree --sites: the sites" s.json '[.root.children[] | [fname, .calls, .bytes]] | sort' \
+    '[["alpha",10,1000],["beta",6,1200],["delta",4,256],["grow",5,600],["keeper",7,364],["make_buffer",3,3000],["scratch",8,288]]'
+expect_jq "tree --sites: make_buffer's callers" s.json \
+    '[.root.children[] | select(fname == "make_buffer") | .children[] | [fname, .calls, .bytes]]' '[["gamma",3,3000]]'
+expect_jq "tree --sites: delta's callers (itself, then main)" s.json \
+    '[.root.children[] | select(fname == "delta") | .children[] | [fname, .calls, .bytes]] | sort' '[["delta",3,192],["main",1,64]]'
