@@ -17,6 +17,7 @@ PRELOAD_SRC := $(wildcard src/preload/*.c)
 ANALYZE_SRC := $(wildcard src/analyze/*.c)
 RENDER_SRC  := $(wildcard src/render/*.c)
 CLI_SRC     := $(wildcard src/cli/*.c)
+VIEW_SRC    := $(wildcard src/view/*.c)
 
 # The preload library: no sanitizers (they would shadow the allocator), its
 # own symbols hidden except the hooks, libc's allocator found with dlsym.
@@ -31,13 +32,15 @@ PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
 # (memtally/symbols.h).
 READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(SYMBOLS_SRC:%.c=$(B)/obj/%.o) \
                $(COMMON_SRC:%.c=$(B)/obj/%.o)
-CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(RENDER_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(RENDER_SRC:%.c=$(B)/obj/%.o) \
+               $(VIEW_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/view_page.o
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
 # The symbolizer reads ELF and DWARF with libdw and demangles with
 # libstdc++'s __cxa_demangle; it loads libdebuginfod itself when needed.
 READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm -pthread
-CLI_LIBS     := $(READER_LIBS)
+# The viewer serves HTTP with libmicrohttpd.
+CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples
 
@@ -48,6 +51,14 @@ $(B)/pic/%.o: %.c
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+# The viewer's page, built into the binary as a C array.
+$(B)/gen/view_page.c: src/view/page.html scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh mtl_view_page $< >$@.tmp && mv $@.tmp $@
+$(B)/obj/gen/view_page.o: $(B)/gen/view_page.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(B)/libmemtally.so: $(PRELOAD_OBJ)
 	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ $(PRELOAD_LIBS)
@@ -103,7 +114,8 @@ demo: deps
 	@$(MAKE) -s --no-print-directory all
 	@sh scripts/demo.sh
 
-check: deps
+check:
+	@sh scripts/install-deps.sh browser
 	@$(MAKE) --no-print-directory tests
 	@sh tests/run.sh
 

@@ -18,3 +18,9 @@ build/memtally dump --stacks "$trace" | head -n 30
 echo
 echo "\$ build/examples/lifetimes $trace    (an example analysis on the reader library)"
 build/examples/lifetimes "$trace"
+echo
+echo "\$ memtally view --html build/demo/wordfreq.html $trace"
+build/memtally view --html build/demo/wordfreq.html "$trace"
+echo
+echo "Open $(pwd)/build/demo/wordfreq.html in a browser, or explore the trace with every"
+echo "filter: build/memtally view $trace   (prints the page's address; Ctrl-C stops it)"

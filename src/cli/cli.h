@@ -26,6 +26,7 @@ int cmd_temporary(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 int cmd_histogram(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);

@@ -17,6 +17,7 @@ static const struct mtl_command commands[] = {
     { "stacks", cmd_stacks, "the most frequent call stacks that reach a function" },
     { "tree", cmd_tree, "the call tree of allocations, top down or bottom up" },
     { "timeline", cmd_timeline, "live bytes, allocation rate and RSS over time" },
+    { "view", cmd_view, "explore a trace in a web browser (flame graph, filters, lifetimes)" },
     { "histogram", cmd_histogram, "allocation sizes" },
     { "diff", cmd_diff, "what changed between two traces, by function" },
     { "dump", cmd_dump, "print every event of a trace as text" },

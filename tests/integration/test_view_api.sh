@@ -1,0 +1,149 @@
+#!/bin/sh
+# memtally view's HTTP API and its safety rules, on tests/programs/
+# golden_phases.c (truth at the top of that file): phase_one allocates
+# 1024 x 1 KiB at about 0 ms, phase_two 384 x 2 KiB at about 200 ms; 5
+# blocks (7168 bytes) are never freed.  Every answer must be what the
+# analysis commands say, and a bad request gets a 4xx while the server
+# goes on serving.  Then --html: one file with the data built in.
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+. "$MEMTALLY_ROOT/tests/integration/golden-lib.inc"
+need_command view
+command -v curl >/dev/null 2>&1 || skip "curl is not installed"
+
+record t.mtly "$TEST_PROGRAMS/golden_phases" >/dev/null || fail "record failed"
+
+"$MEMTALLY_BIN" view t.mtly >view.out 2>view.err &
+pid=$!
+trap 'kill $pid 2>/dev/null' EXIT
+i=0
+while ! grep -q 'http://' view.out 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "view printed no address: $(cat view.out view.err)"
+    kill -0 $pid 2>/dev/null || fail "view exited: $(cat view.err)"
+    sleep 0.1
+done
+url=$(grep -o 'http://[^ ]*' view.out)
+case "$url" in http://127.0.0.1:*/) echo "ok: serving on loopback at $url" ;;
+    *) fail "not on 127.0.0.1: $url" ;; esac
+
+# get NAME PATH: the answer to PATH in NAME.json, its status in $status.
+get() {
+    status=$(curl -s -o "$1.json" -w '%{http_code}' "$url${2#/}")
+}
+expect_status() {
+    expect_eq "$1: status" "$2" "$status"
+}
+
+get info /api/info
+expect_status info 200
+expect_jq "info: allocations, bytes" info.json '[.allocations, .bytes_allocated]' '[1408,1835008]'
+expect_jq "info: peak" info.json '.peak_live_bytes' 1310720
+
+get r /api/report
+expect_status report 200
+expect_jq "report: total" r.json '[.total.calls, .total.bytes]' '[1408,1835008]'
+expect_jq "report: rows" r.json '[.total.rows[] | [fname, .calls, .bytes]]' \
+    '[["phase_one",1024,1048576],["phase_two",384,786432]]'
+# the same answer as the command
+"$MEMTALLY_BIN" report --total --json t.mtly >cli.json || fail "report --total failed"
+cmp -s cli.json r.json || fail "the API's report differs from report --total --json"
+echo "ok: /api/report is report --total --json"
+
+get r '/api/report?size=2K..2K'
+expect_jq "report size=2K..2K" r.json '[.total.rows[] | [fname, .calls, .bytes]]' '[["phase_two",384,786432]]'
+get r '/api/report?allocated-between=100ms,300ms'
+expect_jq "report allocated-between=100ms,300ms" r.json '[.total.calls, .total.bytes]' '[384,786432]'
+get r '/api/report?live-at=300ms'
+expect_jq "report live-at=300ms" r.json '[.total.calls, .total.bytes]' '[896,1310720]'
+get r '/api/report?never-freed=1'
+expect_jq "report never-freed=1" r.json '[.total.calls, .total.bytes]' '[5,7168]'
+get r '/api/report?lifetime=300ms..&inside=phase_one'
+expect_jq "report lifetime=300ms.. inside=phase_one" r.json '[.total.calls, .total.bytes]' '[512,524288]'
+get r '/api/report?by=thread'
+expect_jq "report by=thread" r.json '[(.total.rows | length), .total.rows[0].bytes]' '[1,1835008]'
+get r '/api/report?sort=calls&top=1'
+expect_jq "report sort=calls top=1" r.json '[.total.rows[] | fname]' '["phase_one"]'
+
+get tr '/api/tree'
+expect_status tree 200
+expect_jq "tree (sites first): root's children" tr.json '[.root.children[] | [fname, .calls, .bytes]]' \
+    '[["phase_one",1024,1048576],["phase_two",384,786432]]'
+expect_jq "tree (sites first): phase_one's caller" tr.json '[.root.children[0].children[] | fname]' '["main"]'
+get tr '/api/tree?dir=down'
+expect_jq "tree dir=down: the first level" tr.json '[.root.children[] | fname] | map(select(. != "main")) | length' 1
+expect_true "tree dir=down: main holds everything under it" tr.json \
+    '[.. | objects | select(has("children") and fname == "main") | .bytes] | max == 1835008'
+get tr '/api/tree?callers=phase_two&max-depth=1'
+expect_jq "tree callers=phase_two" tr.json '[.root.children[] | [fname, .bytes]]' '[["main",786432]]'
+
+get lt '/api/lifetimes?columns=50'
+expect_status lifetimes 200
+expect_jq "lifetimes: totals" lt.json '[.calls, .bytes]' '[1408,1835008]'
+expect_jq "lifetimes: the cells add up" lt.json \
+    '[([.rows[].bytes[]] | add) + ([.live.bytes[]] | add), ([.rows[].calls[]] | add) + ([.live.calls[]] | add)]' \
+    '[1835008,1408]'
+expect_jq "lifetimes: still live" lt.json '[([.live.bytes[]] | add), ([.live.calls[]] | add)]' '[7168,5]'
+# phase_one's odd blocks lived from 0 to about 400 ms: in [2^18, 2^19) us
+expect_true "lifetimes: 300 ms and more" lt.json \
+    '[.rows[] | select(.min_us >= 262144) | .bytes[]] | add == (512 * 1024 - 3 * 1024)'
+expect_true "lifetimes: columns cover the trace" lt.json '.columns <= 50 and .columns * .width_us >= 400000'
+
+get tl '/api/timeline?points=20&inside=phase_two'
+expect_jq "timeline inside=phase_two: points, allocated" tl.json \
+    '[(.points | length), ([.points[].alloc_bytes] | add)]' '[20,786432]'
+
+# Mistakes: a 4xx that says why, and the server goes on.
+get e '/api/report?size=huge'
+expect_status "bad size" 400
+expect_true "bad size: says why" e.json '.error | test("size")'
+get e '/api/report?bogus=1'
+expect_status "unknown argument" 400
+get e '/api/tree?min-percent=0'
+expect_status "min-percent 0 (unbounded)" 400
+get e '/api/timeline?points=1000000'
+expect_status "too many points" 400
+get e '/api/nothing'
+expect_status "unknown path" 404
+get e '/../../etc/passwd'
+expect_status "a path escape" 404
+get e '/%2e%2e/%2e%2e/etc/passwd'
+expect_status "an encoded path escape" 404
+status=$(curl -s -o e.json -w '%{http_code}' -X POST -d 'x=1' "${url}api/info")
+expect_status "POST" 405
+status=$(curl -s -o e.json -w '%{http_code}' -X DELETE "${url}api/info")
+expect_status "DELETE" 405
+status=$(curl -s -o e.json -w '%{http_code}' -H 'Host: evil.example.com' "${url}api/info")
+expect_status "a Host that is not loopback (DNS rebinding)" 403
+long=$(head -c 100000 /dev/zero | tr '\0' a)
+status=$(curl -s -o e.json -w '%{http_code}' "${url}api/report?inside=$long")
+case "$status" in 4*) echo "ok: a 100 KB URL: $status" ;; *) fail "a 100 KB URL: status $status" ;; esac
+printf 'GARBAGE\r\n\r\n' | timeout 5 curl -s telnet://"$(echo "$url" | sed 's|http://||; s|/$||')" >/dev/null 2>&1
+get info /api/info
+expect_status "still serving after all that" 200
+get page /
+expect_status "the page" 200
+grep -q 'memtally view' page.json || fail "the page is not the viewer"
+echo "ok: the page"
+
+kill -INT $pid
+wait $pid
+expect_eq "view exits 0 on Ctrl-C" 0 $?
+trap - EXIT
+
+# --html: one file, the views without filters built in.
+"$MEMTALLY_BIN" view --html out.html t.mtly >html.out 2>html.err || fail "view --html failed: $(cat html.err)"
+grep -q 'window.MEMTALLY_DATA = {"info": ' out.html || fail "--html: no data in the page"
+size=$(wc -c <out.html)
+[ "$size" -lt 3000000 ] || fail "--html: $size bytes"
+echo "ok: --html wrote $size bytes"
+sed -n 's|.*window.MEMTALLY_DATA = \(.*\);</script>.*|\1|p' out.html >data.json
+expect_jq "--html data: report rows" data.json '[.report.total.rows[] | [fname, .bytes]]' \
+    '[["phase_one",1048576],["phase_two",786432]]'
+expect_jq "--html data: views" data.json 'keys' '["down","info","lifetimes","report","sites","threads","timeline"]'
+
+# Bad input: one line, non-zero.
+expect_error "view of no trace" 1 view no-such.mtly
+expect_error "view --port x" 2 view --port x t.mtly
+expect_error "view --host bogus" 1 view --host bogus t.mtly
+expect_error "view --html with --port" 2 view --html x.html --port 8000 t.mtly
+expect_error "view --html to a directory that is not there" 1 view --html /no/such/dir/x.html t.mtly
