@@ -26,20 +26,19 @@ static struct mtl_stackagg_entry *new_entry(struct mtl_stackagg *a, uint32_t thr
 static struct mtl_stackagg_entry *entry_of(struct mtl_stackagg *a, uint32_t thread,
                                            uint32_t stack)
 {
-    if (stack >= a->dense_cap &&
-        mtl_grow_zeroed((void **)&a->dense, &a->dense_cap, (size_t)stack + 1, sizeof *a->dense,
-                        1024) < 0)
-        return NULL;
-    uint32_t k = a->dense[stack];
-    if (k && a->e[k - 1].thread == thread)
-        return &a->e[k - 1];
-    if (!k) {
+    if (thread < MTL_STACKAGG_DENSE_THREADS) {
+        if (stack >= a->dense_cap[thread] &&
+            mtl_grow_zeroed((void **)&a->dense[thread], &a->dense_cap[thread],
+                            (size_t)stack + 1, sizeof *a->dense[thread], 1024) < 0)
+            return NULL;
+        uint32_t *slot = &a->dense[thread][stack];
+        if (*slot)
+            return &a->e[*slot - 1];
         struct mtl_stackagg_entry *e = new_entry(a, thread, stack);
         if (e)
-            a->dense[stack] = (uint32_t)a->n;
+            *slot = (uint32_t)a->n;
         return e;
     }
-    /* Another thread's entry holds the dense slot. */
     int created;
     uint64_t *slot = mtl_hmap_slot(&a->others, (uint64_t)thread << 32 | stack, &created);
     if (!slot)
@@ -98,9 +97,12 @@ void mtl_stackagg_totals(const struct mtl_stackagg *a, double *calls, double *by
 void mtl_stackagg_release(struct mtl_stackagg *a)
 {
     free(a->e);
-    free(a->dense);
+    for (int t = 0; t < MTL_STACKAGG_DENSE_THREADS; t++) {
+        free(a->dense[t]);
+        a->dense[t] = NULL;
+        a->dense_cap[t] = 0;
+    }
     mtl_hmap_release(&a->others);
     a->e = NULL;
-    a->dense = NULL;
-    a->n = a->cap = a->dense_cap = 0;
+    a->n = a->cap = 0;
 }

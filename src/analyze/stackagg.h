@@ -17,24 +17,26 @@ struct mtl_stackagg_entry {
     double extra;          /* a third total an analysis may use */
 };
 
-/* Entries are kept in an array in order of first addition.  A stack id
- * indexes a dense table of entry numbers: the entry of the first thread
- * that added to that stack (without threads, per_thread 0, every entry's
- * thread is 0); the entries of other threads of the same stack are found
+/* Entries are kept in an array in order of first addition.  For each of
+ * the first MTL_STACKAGG_DENSE_THREADS thread indexes (all of them without
+ * threads: per_thread 0 makes every entry's thread 0), a stack id indexes
+ * a dense table of entry numbers; the entries of later threads are found
  * through a hash map of (thread, stack).  Stack ids are handed out in the
  * order stacks are first seen, so the allocations of a loop or a
- * recursion touch the dense table in order, where a hash would miss the
- * cache on each. */
+ * recursion touch a dense table in order, where a hash would miss the
+ * cache on each; most programs' allocations come from a few threads. */
+#define MTL_STACKAGG_DENSE_THREADS 8
+
 struct mtl_stackagg {
     int per_thread;                    /* set before the first add */
     struct mtl_stackagg_entry *e;
     size_t n, cap;
-    uint32_t *dense;                   /* stack -> entry + 1 */
-    size_t dense_cap;
+    uint32_t *dense[MTL_STACKAGG_DENSE_THREADS]; /* stack -> entry + 1 */
+    size_t dense_cap[MTL_STACKAGG_DENSE_THREADS];
     struct mtl_hmap others;            /* (thread << 32 | stack) -> entry */
 };
 
-#define MTL_STACKAGG_INIT(per_thread) { (per_thread), NULL, 0, 0, NULL, 0, MTL_HMAP_INIT }
+#define MTL_STACKAGG_INIT(per_thread) { (per_thread), NULL, 0, 0, { NULL }, { 0 }, MTL_HMAP_INIT }
 
 /* Adds to (thread, stack).  Returns 0 or MTL_ENOMEM. */
 int mtl_stackagg_add(struct mtl_stackagg *a, uint32_t thread, uint32_t stack,

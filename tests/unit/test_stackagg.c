@@ -1,9 +1,9 @@
 /*
  * test_stackagg.c: the totals per (thread, stack) (src/analyze/stackagg.h)
  * against a plain array of the same sums: one entry per pair, in order of
- * first addition, whether the pair's entry sits in the dense table (the
- * first thread to add to a stack) or in the hash map (the other threads);
- * threads folded into 0 without per_thread; merge; totals.
+ * first addition, whether the pair's entry sits in its thread's dense
+ * table (threads below MTL_STACKAGG_DENSE_THREADS) or in the hash map (the
+ * others); threads folded into 0 without per_thread; merge; totals.
  *
  * Weights are multiples of 1/4, so that every sum is exact in a double
  * and the comparisons can be ==.
@@ -42,7 +42,6 @@ struct cell {
 struct truth {
     struct cell c[NTHREADS][NSTACKS];
     long added;   /* distinct pairs */
-    int first_thread[NSTACKS]; /* the thread (its slot) that added to a stack first, -1 */
 };
 
 static void truth_reset(struct truth *t)
@@ -51,8 +50,6 @@ static void truth_reset(struct truth *t)
     for (int i = 0; i < NTHREADS; i++)
         for (int s = 0; s < NSTACKS; s++)
             t->c[i][s].order = -1;
-    for (int s = 0; s < NSTACKS; s++)
-        t->first_thread[s] = -1;
 }
 
 static void truth_add(struct truth *t, int ti, int si, double calls, double bytes, double extra)
@@ -60,8 +57,6 @@ static void truth_add(struct truth *t, int ti, int si, double calls, double byte
     struct cell *c = &t->c[ti][si];
     if (c->order < 0)
         c->order = t->added++;
-    if (t->first_thread[si] < 0)
-        t->first_thread[si] = ti;
     c->calls += calls;
     c->bytes += bytes;
     c->extra += extra;
@@ -84,8 +79,8 @@ static int stack_slot(uint32_t id)
 }
 
 /* a against the truth: each pair's sums once, in order of first addition,
- * the dense table holding the first thread's entry of each stack and the
- * hash map every other one.  Without per_thread, every thread is 0. */
+ * the dense tables holding the entries of the first threads and the hash
+ * map every other one.  Without per_thread, every thread is 0. */
 static void check_against(const struct mtl_stackagg *a, struct truth *t)
 {
     CHECK_EQ(a->n, (size_t)t->added);
@@ -108,19 +103,18 @@ static void check_against(const struct mtl_stackagg *a, struct truth *t)
         calls += c->calls;
         bytes += c->bytes;
         extra += c->extra;
-        /* The dense slot of a stack is its first thread's. */
-        CHECK(e->stack < a->dense_cap);
-        uint32_t d = a->dense[e->stack];
-        CHECK(d >= 1 && d <= a->n);
-        CHECK_EQ(a->e[d - 1].stack, e->stack);
-        CHECK_EQ(thread_slot(a->e[d - 1].thread), t->first_thread[si]);
-        if (d - 1 == k)
-            stacks++;
+        /* Its slot: its thread's dense table, or the map. */
         uint64_t v;
         int hashed = mtl_hmap_get(&a->others, (uint64_t)e->thread << 32 | e->stack, &v);
-        CHECK(hashed == (d - 1 != k));
-        if (hashed)
+        if (e->thread < MTL_STACKAGG_DENSE_THREADS) {
+            CHECK(!hashed);
+            CHECK(e->stack < a->dense_cap[e->thread]);
+            CHECK_EQ(a->dense[e->thread][e->stack], k + 1);
+            stacks++;
+        } else {
+            CHECK(hashed);
             CHECK_EQ(v, k);
+        }
     }
     CHECK_EQ(a->others.count, a->n - stacks);
     double tc = -1, tb = -1, tx = -1;
@@ -141,7 +135,7 @@ static void test_small(void)
     mtl_stackagg_totals(&a, &c, &b, &x);
     CHECK(a.n == 0 && c == 0 && b == 0 && x == 0);
 
-    /* Thread 3 takes stack 5's dense slot; thread 1 goes through the map. */
+    /* Threads 3 and 1 in their dense tables. */
     CHECK(mtl_stackagg_add(&a, 3, 5, 1, 100, 0) == 0);
     CHECK(mtl_stackagg_add(&a, 1, 5, 1, 10, 0) == 0);
     CHECK(mtl_stackagg_add(&a, 3, 5, 2, 200, 1) == 0);
@@ -154,13 +148,15 @@ static void test_small(void)
     CHECK(a.e[1].calls == 2 && a.e[1].bytes == 20 && a.e[1].extra == 0);
     CHECK(a.e[2].thread == 1 && a.e[2].stack == 6);
     CHECK(a.e[2].calls == 4 && a.e[2].bytes == 40);
-    CHECK_EQ(a.dense[5], 1);
-    CHECK_EQ(a.dense[6], 3);
-    CHECK_EQ(a.others.count, 1);
+    CHECK_EQ(a.dense[3][5], 1);
+    CHECK_EQ(a.dense[1][5], 2);
+    CHECK_EQ(a.dense[1][6], 3);
+    CHECK_EQ(a.others.count, 0);
     mtl_stackagg_totals(&a, &c, &b, &x);
     CHECK(c == 9 && b == 360 && x == 1);
 
-    /* Stack 0, and thread 0 through the map: the map's key is then 0. */
+    /* Stack 0: thread 9 through the map (past the dense threads), thread
+     * 0 in its table. */
     CHECK(mtl_stackagg_add(&a, 9, 0, 1, 1, 0) == 0);
     CHECK(mtl_stackagg_add(&a, 0, 0, 1, 2, 0) == 0);
     CHECK(mtl_stackagg_add(&a, 0, 0, 1, 2, 0) == 0);
@@ -173,21 +169,23 @@ static void test_small(void)
     CHECK(mtl_stackagg_add(&a, 2, 1u << 20, 1, 7, 0) == 0);
     CHECK(mtl_stackagg_add(&a, 2, 1u << 20, 1, 7, 0) == 0);
     CHECK_EQ(a.n, 6);
-    CHECK(a.dense_cap > 1u << 20);
+    CHECK(a.dense_cap[2] > 1u << 20);
     CHECK(a.e[5].calls == 2 && a.e[5].bytes == 14);
-    CHECK_EQ(a.dense[5], 1); /* the table grew: its slots stayed */
-    CHECK_EQ(a.dense[6], 3);
-    CHECK_EQ(a.dense[0], 4);
+    CHECK_EQ(a.dense[2][1u << 20], 6);
+    CHECK_EQ(a.dense[1][5], 2); /* other threads' tables as they were */
+    CHECK_EQ(a.dense[1][6], 3);
+    CHECK_EQ(a.dense[0][0], 5);
+    CHECK_EQ(a.others.count, 1); /* thread 9's */
 
     /* Zero weights still make an entry (an analysis may add only extra). */
     CHECK(mtl_stackagg_add(&a, 2, 77, 0, 0, 0) == 0);
     CHECK_EQ(a.n, 7);
 
     mtl_stackagg_release(&a);
-    CHECK(a.n == 0 && a.e == NULL && a.dense == NULL);
+    CHECK(a.n == 0 && a.e == NULL && a.dense[1] == NULL && a.dense_cap[1] == 0);
     /* Released, it can be used again. */
     CHECK(mtl_stackagg_add(&a, 1, 5, 1, 8, 0) == 0);
-    CHECK(a.n == 1 && a.e[0].thread == 1 && a.e[0].bytes == 8 && a.dense[5] == 1);
+    CHECK(a.n == 1 && a.e[0].thread == 1 && a.e[0].bytes == 8 && a.dense[1][5] == 1);
     mtl_stackagg_release(&a);
 
     /* Without per_thread, every thread adds to thread 0's entry. */
