@@ -109,6 +109,23 @@ static int insert(struct build *t, const struct mtl_stackagg_entry *e)
     return 0;
 }
 
+/* Largest first; ties by name (then function id), so that the order does
+ * not depend on the order functions were first named in (which, in a
+ * viewer's long-lived engine, depends on the queries before). */
+static int by_bytes(const void *a, const void *b, void *arg)
+{
+    const struct build *t = arg;
+    const struct node *x = &t->nodes[*(const uint32_t *)a], *y = &t->nodes[*(const uint32_t *)b];
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    const char *nx = mtl_view_location(t->v, x->loc)->function;
+    const char *ny = mtl_view_location(t->v, y->loc)->function;
+    int c = strcmp(nx ? nx : "", ny ? ny : "");
+    if (c)
+        return c;
+    return x->fid < y->fid ? -1 : x->fid > y->fid;
+}
+
 /* Copies node i of the build, with its children above min_bytes, largest
  * first, into out. */
 static int copy_out(const struct build *t, uint32_t i, double min_bytes, double root,
@@ -139,16 +156,7 @@ static int copy_out(const struct build *t, uint32_t i, double min_bytes, double 
     for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling)
         if (t->nodes[c].bytes >= min_bytes && t->nodes[c].bytes > 0)
             kids[k++] = c;
-    /* Largest first; ties by function id, so the output is deterministic. */
-    for (size_t a = 1; a < k; a++)
-        for (size_t b = a; b > 0; b--) {
-            const struct node *x = &t->nodes[kids[b - 1]], *y = &t->nodes[kids[b]];
-            if (x->bytes > y->bytes || (x->bytes == y->bytes && x->fid <= y->fid))
-                break;
-            uint32_t tmp = kids[b - 1];
-            kids[b - 1] = kids[b];
-            kids[b] = tmp;
-        }
+    qsort_r(kids, k, sizeof *kids, by_bytes, (void *)t);
     int rc = 0;
     for (size_t c = 0; c < k && rc == 0; c++) {
         rc = copy_out(t, kids[c], min_bytes, root, &out->children[c]);
