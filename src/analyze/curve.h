@@ -27,6 +27,9 @@ struct mtl_curve_bucket {
 
 struct mtl_curve {
     int buckets;          /* in: fill b (else only the peak) */
+    int no_peak;          /* in: the buckets only (timeline): an index then
+                             sums them block by block, in parallel, without
+                             walking the events in order */
     uint64_t width_us;
     struct mtl_curve_bucket b[MTL_CURVE_FINE];
     double peak;          /* the highest live bytes (0 when none) */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analyze/curve.h"
+#include "analyze/digest.h"
 #include "analyze/index.h"
 #include "analyze/index_scan.h"
 #include "analyze/ptrmap.h"
@@ -47,6 +48,10 @@ struct mtl_engine {
     int prefetch_wanted, prefetch_started; /* mtl_engine_prefetch_symbols */
     struct mtl_view *view;
     struct mtl_filter view_filter; /* the frame options view was made for */
+
+    /* opt.digest: the digest of the last filter */
+    struct mtl_digest *digest;
+    struct mtl_filter digest_filter;
 
     uint64_t blocks;               /* of the last scan */
     int truncated;
@@ -249,6 +254,9 @@ void mtl_engine_close(struct mtl_engine *e)
     if (!e)
         return;
     mtl_engine_warnings(e);
+    if (e->digest)
+        mtl_digest_release(e->digest);
+    free(e->digest);
     mtl_view_close(e->view);
     mtl_symbolizer_close(e->syms);
     mtl_reader_close(e->r);
@@ -315,6 +323,8 @@ static void scan_progress(void *arg, double done)
 static int pass_block(void *arg, const struct mtl_block *b)
 {
     struct progress_wrap *p = arg;
+    if (p->inner->part_block)
+        return p->inner->part_block(p->arg, 0, b); /* a stream: one part */
     return p->inner->block ? p->inner->block(p->arg, b) : 0;
 }
 
@@ -384,7 +394,7 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
     }
     struct progress_wrap pw = { e, ops, arg };
     struct mtl_scan_ops wrapped = {
-        .block = ops->block ? pass_block : NULL,
+        .block = ops->block || ops->part_block ? pass_block : NULL,
         .event = ops->event ? pass_event : NULL,
         .progress = e->opt.progress ? scan_progress : NULL,
         .alloc_only = ops->alloc_only,
@@ -546,6 +556,44 @@ static int add_to_sums(void *arg, const struct mtl_block *b)
     return mtl_stackagg_add(a, b->thread, b->stack, b->weight_count, b->weight_bytes, 0);
 }
 
+int mtl_engine_digest(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_digest **out)
+{
+    if (!e->opt.digest || (!e->ix && !can_index(e)))
+        return MTL_EINVAL;
+    struct mtl_view *v = mtl_engine_view(e, f);
+    if (!v)
+        return MTL_ENOMEM;
+    int rc = e->ix ? 0 : build_index(e);
+    if (rc < 0 || !e->ix)
+        return rc < 0 ? rc : MTL_EINVAL;
+    if (e->digest && mtl_filter_same(&e->digest_filter, f)) {
+        *out = e->digest;
+        return 0;
+    }
+    if (e->digest)
+        mtl_digest_release(e->digest);
+    free(e->digest);
+    if (!(e->digest = calloc(1, sizeof *e->digest)))
+        return MTL_ENOMEM;
+    rc = mtl__index_digest(e->ix, &e->defs, v, f, threads_of(e), e->digest);
+    struct mtl_filter *c = &e->digest_filter;
+    *c = *f;
+    if (rc == 0 && (keep_patterns(e, c->inside, f->inside, f->ninside) < 0 ||
+                    keep_patterns(e, c->not_inside, f->not_inside, f->nnot_inside) < 0 ||
+                    keep_patterns(e, c->hide, f->hide, f->nhide) < 0 ||
+                    keep_patterns(e, c->wrappers, f->wrappers, f->nwrappers) < 0))
+        rc = MTL_ENOMEM;
+    if (rc < 0) {
+        mtl_digest_release(e->digest);
+        free(e->digest);
+        e->digest = NULL;
+        return index_result(e, rc);
+    }
+    *out = e->digest;
+    return 0;
+}
+
 int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_stackagg *out)
 {
     struct mtl_scan_ops ops = { .sums = out, .alloc_only = 1,
@@ -558,6 +606,12 @@ int mtl_engine_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl
         int rc = e->ix ? 0 : build_index(e);
         if (rc < 0 && rc != MTL_ENOMEM)
             return rc;
+        const struct mtl_digest *g;
+        if (e->ix && e->opt.digest) {
+            if ((rc = mtl_engine_digest(e, f, &g)) < 0)
+                return rc;
+            return mtl_stackagg_merge(out, &g->sums); /* per thread or not, as out */
+        }
         if (e->ix)
             return index_result(e, mtl__index_sums(e->ix, &e->defs, v, f, threads_of(e), out));
     }
@@ -587,6 +641,15 @@ int mtl_engine_curve(struct mtl_engine *e, const struct mtl_filter *f, struct mt
         int rc = build_index(e);
         if (rc < 0 && rc != MTL_ENOMEM)
             return rc;
+    }
+    const struct mtl_digest *g;
+    if (e->ix && e->opt.digest && c->buckets && c->no_peak) {
+        int rc = mtl_engine_digest(e, f, &g);
+        if (rc < 0)
+            return rc;
+        mtl_digest_curve(g, c);
+        mtl__index_rss(e->ix, c);
+        return 0;
     }
     if (e->ix)
         return index_result(e, mtl__index_curve(e->ix, &e->defs, v, f, threads_of(e), c));

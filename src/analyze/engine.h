@@ -51,6 +51,11 @@ struct mtl_engine_options {
     enum mtl_index_policy index;
     const char *index_dir;            /* NULL: MEMTALLY_INDEX_DIR, XDG_CACHE_HOME... */
     unsigned threads;                 /* 0: one per core */
+    /* For a caller that asks every view of one filter in a row (the
+     * viewer): with an index, the sums, the timeline and the lifetimes of
+     * a filter come from one pass (digest.h), kept for the next query of
+     * the same filter. */
+    int digest;
     /* Progress of a long step: what, and the fraction done in [0, 1];
      * done is 1 when the step ends. */
     void (*progress)(void *arg, const char *what, double done);
@@ -95,6 +100,13 @@ int mtl_engine_live_after(struct mtl_engine *e, const struct mtl_filter *f, uint
  * an analysis that will name its stacks.  Once per engine; not when the
  * engine may use one thread only.  mtl_engine_sums and _live_sums call it. */
 void mtl_engine_prefetch_symbols(struct mtl_engine *e);
+
+struct mtl_digest;
+/* The digest of f (opt.digest; made now, or the last one if f is the
+ * same), built on the index (made now if need be).  MTL_EINVAL when the
+ * engine keeps none (no opt.digest, no index). */
+int mtl_engine_digest(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_digest **out);
 
 struct mtl_stackagg;
 /* The weights of the blocks that pass f, summed per (thread, stack) into

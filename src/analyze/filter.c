@@ -128,6 +128,26 @@ static int same_patterns(const char *const *a, size_t na, const char *const *b, 
     return 1;
 }
 
+static int same_range(const struct mtl_range *a, const struct mtl_range *b)
+{
+    return a->set == b->set && (!a->set || (a->min == b->min && a->max == b->max));
+}
+
+int mtl_filter_same(const struct mtl_filter *a, const struct mtl_filter *b)
+{
+    return same_range(&a->allocated, &b->allocated) && same_range(&a->freed, &b->freed) &&
+           same_range(&a->size, &b->size) && same_range(&a->lifetime, &b->lifetime) &&
+           same_range(&a->live_between, &b->live_between) &&
+           a->live_at_set == b->live_at_set && (!a->live_at_set || a->live_at == b->live_at) &&
+           a->never_freed == b->never_freed && a->temporary == b->temporary &&
+           a->thread_set == b->thread_set &&
+           (!a->thread_set ||
+            (a->thread == b->thread && a->thread_is_index == b->thread_is_index)) &&
+           same_patterns(a->inside, a->ninside, b->inside, b->ninside) &&
+           same_patterns(a->not_inside, a->nnot_inside, b->not_inside, b->nnot_inside) &&
+           mtl_filter_same_view(a, b);
+}
+
 int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b)
 {
     return a->keep_alloc_frames == b->keep_alloc_frames &&

@@ -120,6 +120,9 @@ static inline int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_
     return 1;
 }
 
+/* 1 when the two filters select the same blocks and name frames alike. */
+int mtl_filter_same(const struct mtl_filter *a, const struct mtl_filter *b);
+
 /* 1 when the two filters name frames alike (same view). */
 int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b);
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "analyze/curve.h"
+#include "analyze/digest.h"
 #include "analyze/view.h"
 #include "common/bitset.h"
 #include "common/parallel.h"
@@ -261,6 +262,49 @@ static int each_block(struct ix_scan *s, unsigned mask,
     return rc;
 }
 
+/* The same on every core, part k on thread k (ops->parts of them at most). */
+struct parts_job {
+    struct ix_scan *s;
+    unsigned mask, n;
+    const struct mtl_scan_ops *ops;
+    void *arg;
+};
+
+static int part_share(void *arg, unsigned k)
+{
+    struct parts_job *j = arg;
+    struct ix_scan *s = j->s;
+    struct mtl_ix_cursor *cur;
+    int rc = mtl_ix_cursor_open(&cur, s->ix);
+    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += j->n) {
+        const uint64_t *col[MTL_IXA_COLUMNS];
+        size_t n;
+        uint64_t first;
+        if ((rc = mtl_ix_blocks(cur, c, j->mask | s->filter_columns, col, &n, &first)) < 0)
+            break;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (!row_passes(s, col, i))
+                continue;
+            struct mtl_block b;
+            fill(s, col, i, first + i, &b);
+            if (j->ops->part_block(j->arg, k, &b) != 0)
+                rc = MTL_ESTOPPED;
+        }
+    }
+    mtl_ix_cursor_close(cur);
+    return rc;
+}
+
+static int each_block_in_parts(struct ix_scan *s, unsigned mask,
+                               const struct mtl_scan_ops *ops, void *arg)
+{
+    unsigned n = s->threads < ops->parts ? s->threads : ops->parts;
+    if (n > MTL_MAX_THREADS)
+        n = MTL_MAX_THREADS;
+    struct parts_job j = { s, mask, n ? n : 1, ops, arg };
+    return mtl_parallel(j.n, part_share, &j);
+}
+
 struct decide_job {
     struct ix_scan *s;
     struct mtl_bitset *pass;
@@ -400,6 +444,8 @@ int mtl__index_scan(const struct mtl_index *ix, const struct mtl_defs *d,
         rc = replay(&s, &pass, ops->needs, ops->event, arg);
     if (rc == 0 && ops->block)
         rc = each_block(&s, block_columns(ops->needs), ops->block, arg);
+    if (rc == 0 && ops->part_block)
+        rc = each_block_in_parts(&s, block_columns(ops->needs), ops, arg);
     if (res) {
         res->allocations = s.sum->nblocks;
         res->end_us = s.sum->end_us;
@@ -734,6 +780,223 @@ static int chunk_starts(const struct ix_scan *s, uint64_t **out)
     return 0;
 }
 
+/* ---- the buckets of the curve without its peak, on every core ----------- */
+
+/* What one thread adds up: allocations by the bucket of their time, frees
+ * by the bucket of theirs. */
+struct bucket_sums {
+    double alloc_bytes[MTL_CURVE_FINE], alloc_calls[MTL_CURVE_FINE];
+    double freed[MTL_CURVE_FINE];
+    uint8_t event[MTL_CURVE_FINE];
+};
+
+struct buckets_job {
+    struct ix_scan *s;
+    uint64_t width_us;
+    struct bucket_sums *part;
+};
+
+static int buckets_share(void *arg, unsigned k)
+{
+    struct buckets_job *j = arg;
+    struct ix_scan *s = j->s;
+    const struct mtl_trace_info *in = &s->d->info;
+    struct bucket_sums *b = &j->part[k];
+    struct mtl_ix_cursor *cur;
+    int rc = mtl_ix_cursor_open(&cur, s->ix);
+    unsigned mask = COL(TIME) | COL(LIFE) | COL(SIZE) | s->filter_columns;
+    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += s->threads) {
+        const uint64_t *col[MTL_IXA_COLUMNS];
+        size_t n;
+        uint64_t first;
+        if ((rc = mtl_ix_blocks(cur, c, mask, col, &n, &first)) < 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            if (s->filtering && !row_passes(s, col, i))
+                continue;
+            uint64_t a = col[MTL_IXA_TIME][i], free_us = free_time(a, col[MTL_IXA_LIFE][i]);
+            double wc, wb;
+            mtl__weights(in->mode, in->sample_rate, col[MTL_IXA_SIZE][i], &wc, &wb);
+            uint64_t ab = a / j->width_us;
+            if (ab >= MTL_CURVE_FINE || (free_us != MTL_NEVER && free_us / j->width_us >= MTL_CURVE_FINE)) {
+                rc = MTL_ECORRUPT; /* past the trace's end */
+                break;
+            }
+            b->alloc_bytes[ab] += wb;
+            b->alloc_calls[ab] += wc;
+            b->event[ab] = 1;
+            if (free_us != MTL_NEVER) {
+                b->freed[free_us / j->width_us] += wb;
+                b->event[free_us / j->width_us] = 1;
+            }
+        }
+    }
+    mtl_ix_cursor_close(cur);
+    return rc;
+}
+
+/* The buckets of c: what was live at the end of a bucket is what was
+ * allocated up to then less what was freed up to then, so the blocks can
+ * be added up in any order, on every core, instead of walking the events
+ * in order as the peak needs. */
+static int buckets(struct ix_scan *s, struct mtl_curve *c)
+{
+    unsigned n = s->threads < MTL_MAX_THREADS ? s->threads : MTL_MAX_THREADS;
+    s->threads = n;
+    struct buckets_job j = { s, c->width_us, calloc(n, sizeof *j.part) };
+    if (!j.part)
+        return MTL_ENOMEM;
+    int rc = mtl_parallel(n, buckets_share, &j);
+    double allocated = 0, freed = 0;
+    for (size_t i = 0; rc == 0 && i < MTL_CURVE_FINE; i++) {
+        int event = 0;
+        for (unsigned k = 0; k < n; k++) {
+            c->b[i].alloc_bytes += j.part[k].alloc_bytes[i];
+            c->b[i].alloc_calls += j.part[k].alloc_calls[i];
+            allocated += j.part[k].alloc_bytes[i];
+            freed += j.part[k].freed[i];
+            event |= j.part[k].event[i];
+        }
+        if (event) {
+            c->b[i].live = allocated - freed;
+            c->b[i].has_live = 1;
+        }
+    }
+    free(j.part);
+    return rc;
+}
+
+/* ---- every view of a filter at once, on every core ----------------------- */
+
+struct digest_job {
+    struct ix_scan *s;
+    struct mtl_digest *part[MTL_MAX_THREADS];
+};
+
+static int digest_share(void *arg, unsigned k)
+{
+    struct digest_job *j = arg;
+    struct ix_scan *s = j->s;
+    const struct mtl_trace_info *in = &s->d->info;
+    struct mtl_digest *g = j->part[k];
+    struct mtl_ix_cursor *cur;
+    int rc = mtl_ix_cursor_open(&cur, s->ix);
+    unsigned mask = COL(TIME) | COL(LIFE) | COL(SIZE) | COL(STACK) | COL(THREAD) |
+                    s->filter_columns;
+    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += s->threads) {
+        const uint64_t *col[MTL_IXA_COLUMNS];
+        size_t n;
+        uint64_t first;
+        if ((rc = mtl_ix_blocks(cur, c, mask, col, &n, &first)) < 0)
+            break;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (s->filtering && !row_passes(s, col, i))
+                continue;
+            uint64_t a = col[MTL_IXA_TIME][i], life = col[MTL_IXA_LIFE][i];
+            uint64_t free_us = free_time(a, life), ab = a / g->width_us;
+            if (ab >= MTL_CURVE_FINE ||
+                (free_us != MTL_NEVER && free_us / g->width_us >= MTL_CURVE_FINE)) {
+                rc = MTL_ECORRUPT; /* past the trace's end */
+                break;
+            }
+            double wc, wb;
+            mtl__weights(in->mode, in->sample_rate, col[MTL_IXA_SIZE][i], &wc, &wb);
+            rc = mtl_stackagg_add(&g->sums, (uint32_t)col[MTL_IXA_THREAD][i],
+                                  (uint32_t)col[MTL_IXA_STACK][i], wc, wb, 0);
+            g->alloc[ab].bytes += wb;
+            g->alloc[ab].calls += wc;
+            g->event[ab] = 1;
+            g->calls += wc;
+            g->bytes += wb;
+            struct mtl_digest_cell *cell;
+            if (free_us == MTL_NEVER) {
+                cell = &g->live[a / g->life_width_us];
+            } else {
+                size_t fb = (size_t)(free_us / g->width_us);
+                g->freed[fb] += wb;
+                g->event[fb] = 1;
+                cell = &g->life[(size_t)mtl_digest_life_row(free_us - a) * MTL_DIGEST_LIFE_COLS +
+                                a / g->life_width_us];
+            }
+            cell->calls += wc;
+            cell->bytes += wb;
+        }
+    }
+    mtl_ix_cursor_close(cur);
+    return rc;
+}
+
+static void add_cells(struct mtl_digest_cell *to, const struct mtl_digest_cell *from, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        to[i].calls += from[i].calls;
+        to[i].bytes += from[i].bytes;
+    }
+}
+
+static void digest_add(struct mtl_digest *to, const struct mtl_digest *from)
+{
+    add_cells(to->alloc, from->alloc, MTL_CURVE_FINE);
+    add_cells(to->life, from->life, MTL_DIGEST_LIFE_ROWS * MTL_DIGEST_LIFE_COLS);
+    add_cells(to->live, from->live, MTL_DIGEST_LIFE_COLS);
+    for (size_t i = 0; i < MTL_CURVE_FINE; i++) {
+        to->freed[i] += from->freed[i];
+        to->event[i] |= from->event[i];
+    }
+    to->calls += from->calls;
+    to->bytes += from->bytes;
+}
+
+int mtl__index_digest(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
+                      const struct mtl_filter *f, unsigned threads, struct mtl_digest *out)
+{
+    struct ix_scan s;
+    struct digest_job j = { &s, { NULL } };
+    int rc = start_scan(&s, ix, d, v, f, threads);
+    if (s.threads > MTL_MAX_THREADS)
+        s.threads = MTL_MAX_THREADS;
+    out->width_us = mtl_curve_width(s.sum->end_us);
+    out->life_width_us = MTL_CURVE_FIRST_WIDTH;
+    while (s.sum->end_us / out->life_width_us >= MTL_DIGEST_LIFE_COLS)
+        out->life_width_us *= 2;
+    out->sums = (struct mtl_stackagg)MTL_STACKAGG_INIT(1);
+    for (unsigned k = 0; rc == 0 && k < s.threads; k++) {
+        if (!(j.part[k] = calloc(1, sizeof *j.part[k]))) {
+            rc = MTL_ENOMEM;
+            break;
+        }
+        j.part[k]->width_us = out->width_us;
+        j.part[k]->life_width_us = out->life_width_us;
+        j.part[k]->sums = (struct mtl_stackagg)MTL_STACKAGG_INIT(1);
+    }
+    if (rc == 0)
+        rc = mtl_parallel(s.threads, digest_share, &j);
+    /* The threads' parts are added in order, as sums() does. */
+    for (unsigned k = 0; k < s.threads; k++) {
+        if (rc == 0 && j.part[k]) {
+            digest_add(out, j.part[k]);
+            rc = mtl_stackagg_merge(&out->sums, &j.part[k]->sums);
+        }
+        if (j.part[k])
+            mtl_digest_release(j.part[k]);
+        free(j.part[k]);
+    }
+    finish(&s);
+    return rc;
+}
+
+void mtl__index_rss(const struct mtl_index *ix, struct mtl_curve *c)
+{
+    const struct mtl_ix_summary *sum = mtl_index_summary(ix);
+    for (uint64_t r = 0; r < sum->nrss; r++) {
+        uint64_t bk = sum->rss[r].time_us / c->width_us;
+        if (bk < MTL_CURVE_FINE) {
+            c->b[bk].rss = sum->rss[r].bytes;
+            c->b[bk].has_rss = 1;
+        }
+    }
+}
+
 int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
                      const struct mtl_filter *f, unsigned threads, struct mtl_curve *c)
 {
@@ -743,12 +1006,16 @@ int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struc
     int rc = start_scan(&s, ix, d, v, f, threads);
     if (s.threads > MTL_MAX_THREADS)
         s.threads = MTL_MAX_THREADS;
+    if (c->buckets)
+        c->width_us = mtl_curve_width(s.sum->end_us);
+    if (rc == 0 && c->buckets && c->no_peak) {
+        rc = buckets(&s, c);
+        goto rss;
+    }
     if (rc == 0 && s.filtering)
         rc = decide(&s, &pass);
     if (rc == 0)
         rc = chunk_starts(&s, (uint64_t **)&j.start);
-    if (c->buckets)
-        c->width_us = mtl_curve_width(s.sum->end_us);
     j.s = &s;
     j.pass = s.filtering ? &pass : NULL;
     j.c = c;
@@ -779,6 +1046,7 @@ int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struc
             c->b[i].alloc_bytes += j.alloc_bytes[k][i];
             c->b[i].alloc_calls += j.alloc_calls[k][i];
         }
+rss:
     for (uint64_t r = 0; rc == 0 && c->buckets && r < s.sum->nrss; r++) {
         uint64_t bk = s.sum->rss[r].time_us / c->width_us;
         if (bk >= MTL_CURVE_FINE) {

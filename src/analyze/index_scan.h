@@ -33,4 +33,13 @@ struct mtl_curve;
 int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
                      const struct mtl_filter *f, unsigned threads, struct mtl_curve *c);
 
+struct mtl_digest;
+/* Every view of the blocks that pass f (digest.h) in one pass, on threads
+ * threads; out zeroed by the caller. */
+int mtl__index_digest(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
+                      const struct mtl_filter *f, unsigned threads, struct mtl_digest *out);
+
+/* The RSS samples into c's buckets (c->width_us set). */
+void mtl__index_rss(const struct mtl_index *ix, struct mtl_curve *c);
+
 #endif

@@ -7,20 +7,26 @@
  * The trace's duration is not known before its end when it is read as a
  * stream, so the columns start narrow and double in width (merging in
  * pairs) whenever a block comes past the last one, as curve.c does for
- * the live curve; the blocks may come in any order.
+ * the live curve; the blocks may come in any order.  An index hands them
+ * out on every core, into a grid per thread, added up at the end.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/digest.h"
 #include "analyze/internal.h"
 #include "analyze/scan.h"
+#include "common/parallel.h"
 #include "memtally/errors.h"
+#include "trace/defs.h"
 
 #define FIRST_WIDTH_US 1000
+#define MTL_LIFETIME_PARTS MTL_MAX_THREADS /* as many as a query has threads */
 
 struct grid {
-    struct mtl_lifetimes *out;
+    struct mtl_lifetimes *part[MTL_LIFETIME_PARTS]; /* made when first used */
     size_t cols;                /* the most columns */
+    _Atomic int oom;       /* set by any thread */
 };
 
 /* Doubles the columns' width: column c takes columns 2c and 2c+1.  Rows
@@ -42,16 +48,35 @@ static void widen(struct mtl_lifetimes *l, size_t cols)
     l->width_us *= 2;
 }
 
-static int row_of(uint64_t life)
+/* One grid of rows for the digest and for this. */
+_Static_assert(MTL_LIFETIME_ROWS == MTL_DIGEST_LIFE_ROWS, "the lifetime rows differ");
+
+static int make(struct mtl_lifetimes *l, size_t cols)
 {
-    int k = life ? 64 - __builtin_clzll(life) : 0;
-    return k < MTL_LIFETIME_ROWS ? k : MTL_LIFETIME_ROWS - 1;
+    l->width_us = FIRST_WIDTH_US;
+    l->ncols = 1;
+    l->cell_calls = calloc(MTL_LIFETIME_ROWS * cols, sizeof *l->cell_calls);
+    l->cell_bytes = calloc(MTL_LIFETIME_ROWS * cols, sizeof *l->cell_bytes);
+    l->live_calls = calloc(cols, sizeof *l->live_calls);
+    l->live_bytes = calloc(cols, sizeof *l->live_bytes);
+    return l->cell_calls && l->cell_bytes && l->live_calls && l->live_bytes ? 0 : MTL_ENOMEM;
 }
 
-static int on_block(void *arg, const struct mtl_block *b)
+/* Block b into its part's grid (a part is one thread's at a time). */
+static int on_block(void *arg, unsigned part, const struct mtl_block *b)
 {
     struct grid *g = arg;
-    struct mtl_lifetimes *l = g->out;
+    struct mtl_lifetimes *l = g->part[part];
+    if (!l) {
+        if (!(l = calloc(1, sizeof *l)) || make(l, g->cols) < 0) {
+            if (l)
+                mtl_lifetimes_release(l);
+            free(l);
+            g->oom = 1;
+            return 1;
+        }
+        g->part[part] = l;
+    }
     while (b->alloc_us / l->width_us >= g->cols)
         widen(l, g->cols);
     size_t c = (size_t)(b->alloc_us / l->width_us);
@@ -62,13 +87,34 @@ static int on_block(void *arg, const struct mtl_block *b)
         l->live_bytes[c] += b->weight_bytes;
     } else {
         uint64_t life = b->free_us > b->alloc_us ? b->free_us - b->alloc_us : 0;
-        size_t i = (size_t)row_of(life) * g->cols + c;
+        size_t i = (size_t)mtl_digest_life_row(life) * g->cols + c;
         l->cell_calls[i] += b->weight_count;
         l->cell_bytes[i] += b->weight_bytes;
     }
     l->calls += b->weight_count;
     l->bytes += b->weight_bytes;
     return 0;
+}
+
+/* Adds part p into out, both brought to the wider of their widths. */
+static void add(struct mtl_lifetimes *out, struct mtl_lifetimes *p, size_t cols)
+{
+    while (out->width_us < p->width_us)
+        widen(out, cols);
+    while (p->width_us < out->width_us)
+        widen(p, cols);
+    if (p->ncols > out->ncols)
+        out->ncols = p->ncols;
+    for (size_t i = 0; i < MTL_LIFETIME_ROWS * cols; i++) {
+        out->cell_calls[i] += p->cell_calls[i];
+        out->cell_bytes[i] += p->cell_bytes[i];
+    }
+    for (size_t c = 0; c < cols; c++) {
+        out->live_calls[c] += p->live_calls[c];
+        out->live_bytes[c] += p->live_bytes[c];
+    }
+    out->calls += p->calls;
+    out->bytes += p->bytes;
 }
 
 /* The cells laid out for ncols columns instead of cols (rows closer). */
@@ -82,6 +128,35 @@ static void pack(struct mtl_lifetimes *l, size_t cols)
     }
 }
 
+/* The grid from the engine's digest (opt.digest), whose columns are the
+ * narrowest that fit MTL_DIGEST_LIFE_COLS over the trace, merged into the
+ * narrowest that fit cols (at most that many: no finer than the digest). */
+static int from_digest(struct mtl_lifetimes *out, const struct mtl_digest *g, size_t cols,
+                       uint64_t end_us)
+{
+    if (make(out, cols) < 0)
+        return MTL_ENOMEM;
+    out->width_us = g->life_width_us;
+    while (end_us / out->width_us >= cols)
+        out->width_us *= 2;
+    out->ncols = (size_t)(end_us / out->width_us) + 1;
+    for (size_t i = 0; i < MTL_DIGEST_LIFE_COLS; i++) {
+        size_t c = (size_t)(i * g->life_width_us / out->width_us);
+        if (c >= out->ncols)
+            break;
+        for (size_t r = 0; r < MTL_LIFETIME_ROWS; r++) {
+            const struct mtl_digest_cell *d = &g->life[r * MTL_DIGEST_LIFE_COLS + i];
+            out->cell_calls[r * out->ncols + c] += d->calls;
+            out->cell_bytes[r * out->ncols + c] += d->bytes;
+        }
+        out->live_calls[c] += g->live[i].calls;
+        out->live_bytes[c] += g->live[i].bytes;
+    }
+    out->calls = g->calls;
+    out->bytes = g->bytes;
+    return 0;
+}
+
 int mtl_lifetimes(struct mtl_engine *e, const struct mtl_filter *f, size_t cols,
                   struct mtl_lifetimes *out)
 {
@@ -89,27 +164,41 @@ int mtl_lifetimes(struct mtl_engine *e, const struct mtl_filter *f, size_t cols,
     mtl__result_head(e, &out->head);
     if (cols < 2)
         cols = 2;
-    out->width_us = FIRST_WIDTH_US;
-    out->cell_calls = calloc(MTL_LIFETIME_ROWS * cols, sizeof *out->cell_calls);
-    out->cell_bytes = calloc(MTL_LIFETIME_ROWS * cols, sizeof *out->cell_bytes);
-    out->live_calls = calloc(cols, sizeof *out->live_calls);
-    out->live_bytes = calloc(cols, sizeof *out->live_bytes);
-    if (!out->cell_calls || !out->cell_bytes || !out->live_calls || !out->live_bytes) {
-        mtl_lifetimes_release(out);
-        return MTL_ENOMEM;
+    const struct mtl_digest *dg;
+    int drc = mtl_engine_digest(e, f, &dg);
+    if (drc == 0) {
+        int rc = from_digest(out, dg, cols, mtl_engine_defs(e)->info.duration_us);
+        if (rc < 0)
+            mtl_lifetimes_release(out);
+        return rc;
     }
-    struct grid g = { out, cols };
-    out->ncols = 1;
+    if (drc != MTL_EINVAL)
+        return drc;
+    struct mtl_result_head head = out->head;
+    struct grid g = { .cols = cols };
+    int rc = make(out, cols);
     struct mtl_scan_ops ops = {
-        .block = on_block,
+        .part_block = on_block,
+        .parts = MTL_LIFETIME_PARTS,
         .needs = MTL_NEED_ALLOC_TIME | MTL_NEED_FREE_TIME | MTL_NEED_SIZE,
     };
     struct mtl_scan_result res = { 0 };
-    int rc = mtl_engine_scan(e, f, &ops, &g, &res);
+    if (rc == 0)
+        rc = mtl_engine_scan(e, f, &ops, &g, &res);
+    if (g.oom)
+        rc = MTL_ENOMEM;
+    for (unsigned p = 0; p < MTL_LIFETIME_PARTS; p++) {
+        if (g.part[p] && rc == 0)
+            add(out, g.part[p], cols);
+        if (g.part[p])
+            mtl_lifetimes_release(g.part[p]);
+        free(g.part[p]);
+    }
     if (rc < 0) {
         mtl_lifetimes_release(out);
         return rc;
     }
+    out->head = head;
     /* The columns span the whole trace, as the live curve does. */
     while (res.end_us / out->width_us >= cols)
         widen(out, cols);

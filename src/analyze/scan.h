@@ -65,6 +65,13 @@ struct mtl_scan_ops {
      * up here per (thread, stack), which an index knows without reading
      * the blocks (alloc_only must be set as well). */
     struct mtl_stackagg *sums;
+    /* Instead of block, for a callback that keeps a state of its own per
+     * part (0 .. parts - 1): the blocks that pass, each with its part.
+     * An index hands out parts on several threads at once, each part on
+     * one thread, in no order across parts; a stream uses part 0 only.
+     * For analyses whose states add up in any order. */
+    int (*part_block)(void *arg, unsigned part, const struct mtl_block *b);
+    unsigned parts;
 };
 
 enum mtl_need {

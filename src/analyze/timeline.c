@@ -21,6 +21,7 @@ int mtl_timeline(struct mtl_engine *e, const struct mtl_filter *f, size_t points
     if (!c)
         return MTL_ENOMEM;
     c->buckets = 1;
+    c->no_peak = 1;
     int rc = mtl_engine_curve(e, f, c);
     struct mtl_timeline_point *p = rc == 0 ? calloc(points, sizeof *p) : NULL;
     if (rc == 0 && !p)

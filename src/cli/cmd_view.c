@@ -129,6 +129,7 @@ int cmd_view(int argc, char **argv)
         cli_error("view: --html writes a file: --port, --host and --open are for serving");
         return 2;
     }
+    a.eopt.digest = 1; /* every view of a filter comes one after another */
     struct mtl_engine *e = analysis_open(&a, a.path);
     if (!e)
         return 1;

@@ -62,12 +62,12 @@ try {
 
   // Direction: from main down.
   await page.click("#dir");
-  await page.waitForFunction(() => document.getElementById("dir").textContent.startsWith("main"));
+  await page.locator("#dir", { hasText: /^main/ }).waitFor(); // no waitForFunction: the page's CSP forbids eval
   nodes = await flameNodes(page);
   check(nodes.some(([f, b]) => f === "main" && b === 1835008), "top down: main holds 1835008 bytes", nodes);
   check(page.url().includes("dir=down"), "the direction is in the address");
   await page.click("#dir");
-  await page.waitForFunction(() => document.getElementById("dir").textContent.startsWith("Allocation"));
+  await page.locator("#dir", { hasText: /^Allocation/ }).waitFor();
 
   // A table row's callers and callees.
   await page.click('#table tr[data-function="phase_two"] .toggle');

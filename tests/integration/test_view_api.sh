@@ -49,6 +49,21 @@ expect_jq "report: rows" r.json '[.total.rows[] | [fname, .calls, .bytes]]' \
 cmp -s cli.json r.json || fail "the API's report differs from report --total --json"
 echo "ok: /api/report is report --total --json"
 
+# The server answers every view of a filter from one pass over the index
+# (the engine's digest); the commands do not: the same answers.
+same_as_cli() { # WHAT PATH ARGS...: the answer to PATH is what memtally ARGS prints
+    what=$1 path=$2; shift 2
+    get api "$path"
+    "$MEMTALLY_BIN" "$@" t.mtly >cli.json || fail "$what: memtally $* failed"
+    cmp -s cli.json api.json || fail "$what: the API's answer differs from memtally $*"
+    echo "ok: $what is memtally $*"
+}
+same_as_cli "timeline, size 2K" '/api/timeline?points=40&size=2K..2K' timeline --json --points 40 --size 2K..2K
+same_as_cli "timeline, live at 300 ms" '/api/timeline?points=40&live-at=300ms' timeline --json --points 40 --live-at 300ms
+same_as_cli "report, live at 300 ms" '/api/report?live-at=300ms' report --total --json --live-at 300ms
+same_as_cli "tree down, live at 300 ms" '/api/tree?dir=down&min-percent=1&live-at=300ms' tree --json --min-percent 1 --live-at 300ms
+same_as_cli "tree of sites, never freed" '/api/tree?min-percent=0.01&never-freed=1' tree --json --sites --min-percent 0.01 --never-freed
+
 get r '/api/report?size=2K..2K'
 expect_jq "report size=2K..2K" r.json '[.total.rows[] | [fname, .calls, .bytes]]' '[["phase_two",384,786432]]'
 get r '/api/report?allocated-between=100ms,300ms'
@@ -124,6 +139,26 @@ get page /
 expect_status "the page" 200
 grep -q 'memtally view' page.json || fail "the page is not the viewer"
 echo "ok: the page"
+
+# Without an index (no digest: the lifetimes from a stream of the trace,
+# blocks one by one): the same lifetimes.
+MEMTALLY_INDEX=off "$MEMTALLY_BIN" view t.mtly >view2.out 2>view2.err &
+pid2=$!
+i=0
+while ! grep -q 'http://' view2.out 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "view without index printed no address: $(cat view2.err)"
+    sleep 0.1
+done
+url2=$(grep -o 'http://[^ ]*' view2.out)
+for q in 'columns=50' 'columns=7&size=2K..2K' 'columns=100&live-at=300ms'; do
+    curl -s -o l1.json "${url}api/lifetimes?$q"
+    curl -s -o l2.json "${url2}api/lifetimes?$q"
+    cmp -s l1.json l2.json || fail "lifetimes?$q: with an index and without differ"
+    echo "ok: lifetimes?$q: with an index and without alike"
+done
+kill -INT $pid2
+wait $pid2
 
 kill -INT $pid
 wait $pid
