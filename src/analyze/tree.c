@@ -1,6 +1,7 @@
 /*
  * tree.c: the call tree of allocations.  Top down from the outermost
- * frames by default, or bottom up from the allocation sites (inverted);
+ * frames by default, or bottom up from the allocation sites, past the
+ * wrappers, as report names them (inverted);
  * from the functions matching a pattern down to what they call (callees);
  * or bottom up from it through its callers (callers).
  * Nodes are functions (the same function at the same place in the tree is
@@ -61,6 +62,8 @@ static int insert(struct build *t, const struct mtl_stackagg_entry *e)
 {
     const uint32_t *locs;
     size_t n;
+    /* Bottom up from the site as report names it: past the wrappers. */
+    uint32_t site = t->o->inverted ? mtl_view_site(t->v, e->stack) : MTL_NO_LOCATION;
     int rc = mtl_view_frames(t->v, e->stack, &locs, &n);
     if (rc < 0)
         return rc;
@@ -85,7 +88,10 @@ static int insert(struct build *t, const struct mtl_stackagg_entry *e)
         to = -1;
         step = -1;
     } else if (t->o->inverted) {
-        from = 0;
+        for (from = 0; from < (long)n && locs[from] != site; from++)
+            ;
+        if (from == (long)n)
+            from = 0;
         to = (long)n;
         step = 1;
     } else {

@@ -57,3 +57,10 @@ fi
 sum=$(awk '{c += $3; b += $4} END {print "[" c "," b "]"}' truth.txt)
 expect_true "user rows within the total" r.json \
     "([.total.calls, .total.bytes] as \$t | $sum as \$s | \$s[0] <= \$t[0] and \$s[1] <= \$t[1])"
+
+# tree --sites starts where report's rows are: past the wrappers.
+analyze r.json report --total t.mtly
+analyze s.json tree --sites --min-percent 0 t.mtly
+expect_jq "tree --sites: the sites are report's rows" s.json \
+    '[.root.children[] | [fname, .calls, .bytes]] | sort' \
+    "$(jv r.json '[.total.rows[] | [fname, .calls, .bytes]] | sort')"
