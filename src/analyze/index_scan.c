@@ -235,31 +235,59 @@ static int chunk_any(const struct mtl_bitset *bits, uint64_t c)
     return 0;
 }
 
+/* A chunk of block rows, decoded with the columns asked for: what the
+ * queries below do with each. */
+typedef int (*chunk_fn)(void *arg, const uint64_t *const col[], size_t n, uint64_t first);
+
+/* Calls fn for block chunks k, k + step, ... (decoded with the columns of
+ * mask), but those none of whose blocks are in only, when only is set.
+ * Stops at the first non-zero answer, which it returns. */
+static int each_chunk(const struct ix_scan *s, uint64_t k, uint64_t step, unsigned mask,
+                      const struct mtl_bitset *only, chunk_fn fn, void *arg)
+{
+    struct mtl_ix_cursor *cur;
+    int rc = mtl_ix_cursor_open(&cur, s->ix);
+    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += step) {
+        if (only && !chunk_any(only, c))
+            continue; /* no block asked for: not decoded */
+        const uint64_t *col[MTL_IXA_COLUMNS];
+        size_t n;
+        uint64_t first;
+        if ((rc = mtl_ix_blocks(cur, c, mask, col, &n, &first)) == 0)
+            rc = fn(arg, col, n, first);
+    }
+    mtl_ix_cursor_close(cur);
+    return rc;
+}
+
 /* ---- the general scan, on one thread ------------------------------------- */
+
+struct blocks_out {
+    const struct ix_scan *s;
+    int (*block)(void *arg, const struct mtl_block *b);
+    void *arg;
+};
+
+static int blocks_chunk(void *arg, const uint64_t *const col[], size_t n, uint64_t first)
+{
+    const struct blocks_out *o = arg;
+    for (size_t i = 0; i < n; i++) {
+        if (!row_passes(o->s, col, i))
+            continue;
+        struct mtl_block b;
+        fill(o->s, col, i, first + i, &b);
+        if (o->block(o->arg, &b) != 0)
+            return MTL_ESTOPPED;
+    }
+    return 0;
+}
 
 /* Hands out the blocks that pass, with the columns of mask. */
 static int each_block(struct ix_scan *s, unsigned mask,
                       int (*block)(void *arg, const struct mtl_block *b), void *arg)
 {
-    struct mtl_ix_cursor *cur;
-    int rc = mtl_ix_cursor_open(&cur, s->ix);
-    for (uint64_t c = 0; rc == 0 && c < s->sum->nachunks; c++) {
-        const uint64_t *col[MTL_IXA_COLUMNS];
-        size_t n;
-        uint64_t first;
-        if ((rc = mtl_ix_blocks(cur, c, mask | s->filter_columns, col, &n, &first)) < 0)
-            break;
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (!row_passes(s, col, i))
-                continue;
-            struct mtl_block b;
-            fill(s, col, i, first + i, &b);
-            if (block(arg, &b) != 0)
-                rc = MTL_ESTOPPED;
-        }
-    }
-    mtl_ix_cursor_close(cur);
-    return rc;
+    struct blocks_out o = { s, block, arg };
+    return each_chunk(s, 0, 1, mask | s->filter_columns, NULL, blocks_chunk, &o);
 }
 
 /* The same on every core, part k on thread k (ops->parts of them at most). */
@@ -270,29 +298,32 @@ struct parts_job {
     void *arg;
 };
 
+struct part_out {
+    const struct ix_scan *s;
+    const struct mtl_scan_ops *ops;
+    void *arg;
+    unsigned part;
+};
+
+static int part_chunk(void *arg, const uint64_t *const col[], size_t n, uint64_t first)
+{
+    const struct part_out *o = arg;
+    for (size_t i = 0; i < n; i++) {
+        if (!row_passes(o->s, col, i))
+            continue;
+        struct mtl_block b;
+        fill(o->s, col, i, first + i, &b);
+        if (o->ops->part_block(o->arg, o->part, &b) != 0)
+            return MTL_ESTOPPED;
+    }
+    return 0;
+}
+
 static int part_share(void *arg, unsigned k)
 {
     struct parts_job *j = arg;
-    struct ix_scan *s = j->s;
-    struct mtl_ix_cursor *cur;
-    int rc = mtl_ix_cursor_open(&cur, s->ix);
-    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += j->n) {
-        const uint64_t *col[MTL_IXA_COLUMNS];
-        size_t n;
-        uint64_t first;
-        if ((rc = mtl_ix_blocks(cur, c, j->mask | s->filter_columns, col, &n, &first)) < 0)
-            break;
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (!row_passes(s, col, i))
-                continue;
-            struct mtl_block b;
-            fill(s, col, i, first + i, &b);
-            if (j->ops->part_block(j->arg, k, &b) != 0)
-                rc = MTL_ESTOPPED;
-        }
-    }
-    mtl_ix_cursor_close(cur);
-    return rc;
+    struct part_out o = { j->s, j->ops, j->arg, k };
+    return each_chunk(j->s, k, j->n, j->mask | j->s->filter_columns, NULL, part_chunk, &o);
 }
 
 static int each_block_in_parts(struct ix_scan *s, unsigned mask,
@@ -310,28 +341,22 @@ struct decide_job {
     struct mtl_bitset *pass;
 };
 
+static int decide_chunk(void *arg, const uint64_t *const col[], size_t n, uint64_t first)
+{
+    struct decide_job *j = arg;
+    /* A chunk's bits are words of their own: no other thread writes them. */
+    for (size_t i = 0; i < n; i++)
+        if (row_passes(j->s, col, i))
+            j->pass->w[(first + i) / 64] |= 1ull << ((first + i) % 64);
+    return 0;
+}
+
 static int decide_share(void *arg, unsigned k)
 {
     struct decide_job *j = arg;
-    struct ix_scan *s = j->s;
-    struct mtl_ix_cursor *cur;
-    int rc = mtl_ix_cursor_open(&cur, s->ix);
-    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += s->threads) {
-        const uint64_t *col[MTL_IXA_COLUMNS];
-        size_t n;
-        uint64_t first;
-        if ((rc = mtl_ix_blocks(cur, c, s->filter_columns, col, &n, &first)) < 0)
-            break;
-        /* A chunk's bits are words of their own: no other thread writes them. */
-        for (size_t i = 0; i < n; i++)
-            if (row_passes(s, col, i))
-                j->pass->w[(first + i) / 64] |= 1ull << ((first + i) % 64);
-    }
-    mtl_ix_cursor_close(cur);
-    return rc;
+    return each_chunk(j->s, k, j->s->threads, j->s->filter_columns, NULL, decide_chunk, j);
 }
 
-/* A bit per block that passes. */
 static int decide(struct ix_scan *s, struct mtl_bitset *pass)
 {
     if (mtl_bitset_reserve(pass, s->sum->nblocks) < 0)
@@ -464,37 +489,37 @@ struct sums_job {
     struct mtl_stackagg agg[MTL_MAX_THREADS];
 };
 
+struct sums_out {
+    struct sums_job *j;
+    struct mtl_stackagg *agg;
+};
+
+static int sums_chunk(void *arg, const uint64_t *const col[], size_t n, uint64_t first)
+{
+    struct sums_out *o = arg;
+    const struct ix_scan *s = o->j->s;
+    const struct mtl_bitset *only = o->j->only;
+    const struct mtl_trace_info *in = &s->d->info;
+    int sampled = in->mode == MTL_MODE_SAMPLED, rc = 0;
+    const uint64_t *size = col[MTL_IXA_SIZE], *stack = col[MTL_IXA_STACK];
+    const uint64_t *thread = col[MTL_IXA_THREAD];
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (only ? !mtl_bitset_test(only, first + i) : !row_passes(s, col, i))
+            continue;
+        double wc = 1, wb = (double)size[i];
+        if (sampled)
+            mtl__weights(in->mode, in->sample_rate, size[i], &wc, &wb);
+        rc = mtl_stackagg_add(o->agg, thread ? (uint32_t)thread[i] : 0, (uint32_t)stack[i],
+                              wc, wb, 0);
+    }
+    return rc;
+}
+
 static int sums_share(void *arg, unsigned k)
 {
     struct sums_job *j = arg;
-    struct ix_scan *s = j->s;
-    const struct mtl_trace_info *in = &s->d->info;
-    int sampled = in->mode == MTL_MODE_SAMPLED;
-    struct mtl_stackagg *agg = &j->agg[k];
-    struct mtl_ix_cursor *cur;
-    int rc = mtl_ix_cursor_open(&cur, s->ix);
-    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += s->threads) {
-        if (j->only && !chunk_any(j->only, c))
-            continue; /* no block asked for: not decoded */
-        const uint64_t *col[MTL_IXA_COLUMNS];
-        size_t n;
-        uint64_t first;
-        if ((rc = mtl_ix_blocks(cur, c, j->mask, col, &n, &first)) < 0)
-            break;
-        const uint64_t *size = col[MTL_IXA_SIZE], *stack = col[MTL_IXA_STACK];
-        const uint64_t *thread = col[MTL_IXA_THREAD];
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (j->only ? !mtl_bitset_test(j->only, first + i) : !row_passes(s, col, i))
-                continue;
-            double wc = 1, wb = (double)size[i];
-            if (sampled)
-                mtl__weights(in->mode, in->sample_rate, size[i], &wc, &wb);
-            rc = mtl_stackagg_add(agg, thread ? (uint32_t)thread[i] : 0, (uint32_t)stack[i],
-                                  wc, wb, 0);
-        }
-    }
-    mtl_ix_cursor_close(cur);
-    return rc;
+    struct sums_out o = { j, &j->agg[k] };
+    return each_chunk(j->s, k, j->s->threads, j->mask, j->only, sums_chunk, &o);
 }
 
 /* Sums into out the blocks that pass (or, with only, those of its bits).
@@ -796,43 +821,45 @@ struct buckets_job {
     struct bucket_sums *part;
 };
 
+struct buckets_out {
+    const struct buckets_job *j;
+    struct bucket_sums *b;
+};
+
+static int buckets_chunk(void *arg, const uint64_t *const col[], size_t n, uint64_t first)
+{
+    (void)first;
+    struct buckets_out *o = arg;
+    const struct ix_scan *s = o->j->s;
+    const struct mtl_trace_info *in = &s->d->info;
+    uint64_t width = o->j->width_us;
+    struct bucket_sums *b = o->b;
+    for (size_t i = 0; i < n; i++) {
+        if (s->filtering && !row_passes(s, col, i))
+            continue;
+        uint64_t a = col[MTL_IXA_TIME][i], free_us = free_time(a, col[MTL_IXA_LIFE][i]);
+        uint64_t ab = a / width;
+        if (ab >= MTL_CURVE_FINE || (free_us != MTL_NEVER && free_us / width >= MTL_CURVE_FINE))
+            return MTL_ECORRUPT; /* past the trace's end */
+        double wc, wb;
+        mtl__weights(in->mode, in->sample_rate, col[MTL_IXA_SIZE][i], &wc, &wb);
+        b->alloc_bytes[ab] += wb;
+        b->alloc_calls[ab] += wc;
+        b->event[ab] = 1;
+        if (free_us != MTL_NEVER) {
+            b->freed[free_us / width] += wb;
+            b->event[free_us / width] = 1;
+        }
+    }
+    return 0;
+}
+
 static int buckets_share(void *arg, unsigned k)
 {
     struct buckets_job *j = arg;
-    struct ix_scan *s = j->s;
-    const struct mtl_trace_info *in = &s->d->info;
-    struct bucket_sums *b = &j->part[k];
-    struct mtl_ix_cursor *cur;
-    int rc = mtl_ix_cursor_open(&cur, s->ix);
-    unsigned mask = COL(TIME) | COL(LIFE) | COL(SIZE) | s->filter_columns;
-    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += s->threads) {
-        const uint64_t *col[MTL_IXA_COLUMNS];
-        size_t n;
-        uint64_t first;
-        if ((rc = mtl_ix_blocks(cur, c, mask, col, &n, &first)) < 0)
-            break;
-        for (size_t i = 0; i < n; i++) {
-            if (s->filtering && !row_passes(s, col, i))
-                continue;
-            uint64_t a = col[MTL_IXA_TIME][i], free_us = free_time(a, col[MTL_IXA_LIFE][i]);
-            double wc, wb;
-            mtl__weights(in->mode, in->sample_rate, col[MTL_IXA_SIZE][i], &wc, &wb);
-            uint64_t ab = a / j->width_us;
-            if (ab >= MTL_CURVE_FINE || (free_us != MTL_NEVER && free_us / j->width_us >= MTL_CURVE_FINE)) {
-                rc = MTL_ECORRUPT; /* past the trace's end */
-                break;
-            }
-            b->alloc_bytes[ab] += wb;
-            b->alloc_calls[ab] += wc;
-            b->event[ab] = 1;
-            if (free_us != MTL_NEVER) {
-                b->freed[free_us / j->width_us] += wb;
-                b->event[free_us / j->width_us] = 1;
-            }
-        }
-    }
-    mtl_ix_cursor_close(cur);
-    return rc;
+    struct buckets_out o = { j, &j->part[k] };
+    unsigned mask = COL(TIME) | COL(LIFE) | COL(SIZE) | j->s->filter_columns;
+    return each_chunk(j->s, k, j->s->threads, mask, NULL, buckets_chunk, &o);
 }
 
 /* The buckets of c: what was live at the end of a bucket is what was
@@ -873,57 +900,59 @@ struct digest_job {
     struct mtl_digest *part[MTL_MAX_THREADS];
 };
 
+struct digest_out {
+    const struct ix_scan *s;
+    struct mtl_digest *g;
+};
+
+static int digest_chunk(void *arg, const uint64_t *const col[], size_t n, uint64_t first)
+{
+    (void)first;
+    struct digest_out *o = arg;
+    const struct ix_scan *s = o->s;
+    const struct mtl_trace_info *in = &s->d->info;
+    struct mtl_digest *g = o->g;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (s->filtering && !row_passes(s, col, i))
+            continue;
+        uint64_t a = col[MTL_IXA_TIME][i], life = col[MTL_IXA_LIFE][i];
+        uint64_t free_us = free_time(a, life), ab = a / g->width_us;
+        if (ab >= MTL_CURVE_FINE || a / g->life_width_us >= MTL_DIGEST_LIFE_COLS ||
+            (free_us != MTL_NEVER && free_us / g->width_us >= MTL_CURVE_FINE))
+            return MTL_ECORRUPT; /* past the trace's end */
+        double wc, wb;
+        mtl__weights(in->mode, in->sample_rate, col[MTL_IXA_SIZE][i], &wc, &wb);
+        rc = mtl_stackagg_add(&g->sums, (uint32_t)col[MTL_IXA_THREAD][i],
+                              (uint32_t)col[MTL_IXA_STACK][i], wc, wb, 0);
+        g->alloc[ab].bytes += wb;
+        g->alloc[ab].calls += wc;
+        g->event[ab] = 1;
+        g->calls += wc;
+        g->bytes += wb;
+        struct mtl_digest_cell *cell;
+        if (free_us == MTL_NEVER) {
+            cell = &g->live[a / g->life_width_us];
+        } else {
+            size_t fb = (size_t)(free_us / g->width_us);
+            g->freed[fb] += wb;
+            g->event[fb] = 1;
+            cell = &g->life[(size_t)mtl_digest_life_row(free_us - a) * MTL_DIGEST_LIFE_COLS +
+                            a / g->life_width_us];
+        }
+        cell->calls += wc;
+        cell->bytes += wb;
+    }
+    return rc;
+}
+
 static int digest_share(void *arg, unsigned k)
 {
     struct digest_job *j = arg;
-    struct ix_scan *s = j->s;
-    const struct mtl_trace_info *in = &s->d->info;
-    struct mtl_digest *g = j->part[k];
-    struct mtl_ix_cursor *cur;
-    int rc = mtl_ix_cursor_open(&cur, s->ix);
+    struct digest_out o = { j->s, j->part[k] };
     unsigned mask = COL(TIME) | COL(LIFE) | COL(SIZE) | COL(STACK) | COL(THREAD) |
-                    s->filter_columns;
-    for (uint64_t c = k; rc == 0 && c < s->sum->nachunks; c += s->threads) {
-        const uint64_t *col[MTL_IXA_COLUMNS];
-        size_t n;
-        uint64_t first;
-        if ((rc = mtl_ix_blocks(cur, c, mask, col, &n, &first)) < 0)
-            break;
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (s->filtering && !row_passes(s, col, i))
-                continue;
-            uint64_t a = col[MTL_IXA_TIME][i], life = col[MTL_IXA_LIFE][i];
-            uint64_t free_us = free_time(a, life), ab = a / g->width_us;
-            if (ab >= MTL_CURVE_FINE ||
-                (free_us != MTL_NEVER && free_us / g->width_us >= MTL_CURVE_FINE)) {
-                rc = MTL_ECORRUPT; /* past the trace's end */
-                break;
-            }
-            double wc, wb;
-            mtl__weights(in->mode, in->sample_rate, col[MTL_IXA_SIZE][i], &wc, &wb);
-            rc = mtl_stackagg_add(&g->sums, (uint32_t)col[MTL_IXA_THREAD][i],
-                                  (uint32_t)col[MTL_IXA_STACK][i], wc, wb, 0);
-            g->alloc[ab].bytes += wb;
-            g->alloc[ab].calls += wc;
-            g->event[ab] = 1;
-            g->calls += wc;
-            g->bytes += wb;
-            struct mtl_digest_cell *cell;
-            if (free_us == MTL_NEVER) {
-                cell = &g->live[a / g->life_width_us];
-            } else {
-                size_t fb = (size_t)(free_us / g->width_us);
-                g->freed[fb] += wb;
-                g->event[fb] = 1;
-                cell = &g->life[(size_t)mtl_digest_life_row(free_us - a) * MTL_DIGEST_LIFE_COLS +
-                                a / g->life_width_us];
-            }
-            cell->calls += wc;
-            cell->bytes += wb;
-        }
-    }
-    mtl_ix_cursor_close(cur);
-    return rc;
+                    j->s->filter_columns;
+    return each_chunk(j->s, k, j->s->threads, mask, NULL, digest_chunk, &o);
 }
 
 static void add_cells(struct mtl_digest_cell *to, const struct mtl_digest_cell *from, size_t n)

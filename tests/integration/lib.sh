@@ -56,3 +56,19 @@ same_run() {
     expect_eq "exit status through memtally" "$want" $status
     cmp plain.out traced.out || fail "stdout differs through memtally"
 }
+
+# start_view NAME TRACE: starts `memtally view TRACE` in the background
+# (stdout in NAME.out, stderr in NAME.err), waits for its address, and sets
+# view_pid and view_url (ending in /).  Stop it with kill -INT $view_pid.
+start_view() {
+    "$MEMTALLY_BIN" view "$2" >"$1.out" 2>"$1.err" &
+    view_pid=$!
+    n=0
+    while ! grep -q 'http://' "$1.out" 2>/dev/null; do
+        n=$((n + 1))
+        [ $n -lt 100 ] || fail "view printed no address: $(cat "$1.out" "$1.err")"
+        kill -0 $view_pid 2>/dev/null || fail "view exited: $(cat "$1.err")"
+        sleep 0.1
+    done
+    view_url=$(grep -o 'http://[^ ]*' "$1.out")
+}

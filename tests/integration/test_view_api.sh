@@ -12,17 +12,10 @@ command -v curl >/dev/null 2>&1 || skip "curl is not installed"
 
 record t.mtly "$TEST_PROGRAMS/golden_phases" >/dev/null || fail "record failed"
 
-"$MEMTALLY_BIN" view t.mtly >view.out 2>view.err &
-pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
-i=0
-while ! grep -q 'http://' view.out 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "view printed no address: $(cat view.out view.err)"
-    kill -0 $pid 2>/dev/null || fail "view exited: $(cat view.err)"
-    sleep 0.1
-done
-url=$(grep -o 'http://[^ ]*' view.out)
+start_view view t.mtly
+pid=$view_pid url=$view_url
+trap 'kill $pid $pid2 2>/dev/null' EXIT
+pid2=
 case "$url" in http://127.0.0.1:*/) echo "ok: serving on loopback at $url" ;;
     *) fail "not on 127.0.0.1: $url" ;; esac
 
@@ -142,15 +135,11 @@ echo "ok: the page"
 
 # Without an index (no digest: the lifetimes from a stream of the trace,
 # blocks one by one): the same lifetimes.
-MEMTALLY_INDEX=off "$MEMTALLY_BIN" view t.mtly >view2.out 2>view2.err &
-pid2=$!
-i=0
-while ! grep -q 'http://' view2.out 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "view without index printed no address: $(cat view2.err)"
-    sleep 0.1
-done
-url2=$(grep -o 'http://[^ ]*' view2.out)
+export MEMTALLY_INDEX=off
+start_view view2 t.mtly
+unset MEMTALLY_INDEX
+pid2=$view_pid url2=$view_url
+"$MEMTALLY_BIN" index t.mtly >/dev/null 2>&1 || fail "MEMTALLY_INDEX is still off"
 for q in 'columns=50' 'columns=7&size=2K..2K' 'columns=100&live-at=300ms'; do
     curl -s -o l1.json "${url}api/lifetimes?$q"
     curl -s -o l2.json "${url2}api/lifetimes?$q"

@@ -14,16 +14,9 @@ modules="$MEMTALLY_ROOT/build/npm/node_modules"
 
 record t.mtly "$TEST_PROGRAMS/golden_phases" >/dev/null || fail "record failed"
 "$MEMTALLY_BIN" view --html "$PWD/t.html" t.mtly >/dev/null || fail "view --html failed"
-"$MEMTALLY_BIN" view t.mtly >view.out 2>view.err &
-pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
-i=0
-while ! grep -q 'http://' view.out 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "view printed no address: $(cat view.out view.err)"
-    sleep 0.1
-done
-url=$(grep -o 'http://[^ ]*' view.out)
+start_view view t.mtly
+trap 'kill $view_pid 2>/dev/null' EXIT
+url=$view_url
 shots="$MEMTALLY_ROOT/build/test-logs"
 mkdir -p "$shots"
 cp "$MEMTALLY_ROOT/tests/browser/view.cjs" .
