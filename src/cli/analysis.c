@@ -35,6 +35,12 @@ static const char filter_usage[] =
     "  --debug-dir DIR           look for separate debug files in DIR too\n"
     "\n";
 
+static const char symbols_usage[] =
+    "symbols:\n"
+    "  --sysroot DIR             binaries and libraries are under DIR\n"
+    "  --debug-dir DIR           look for separate debug files in DIR too\n"
+    "\n";
+
 static const char output_usage[] =
     "output:\n"
     "  --json                    JSON (docs/ANALYSIS.md)\n";
@@ -88,6 +94,36 @@ int parse_count(const char *cmd, const char *opt, const char *val, long min, siz
     return 0;
 }
 
+/* --sysroot DIR or --debug-dir DIR: 1, or -1 after saying why not. */
+static int symbol_dir(struct analysis *a, const char *name, const char *val)
+{
+    struct stat st;
+    const char *why = NULL;
+    if (stat(val, &st) < 0 || !S_ISDIR(st.st_mode))
+        why = "not a directory";
+    else if (!strcmp(name, "--sysroot"))
+        a->eopt.symbols.sysroot = val;
+    else if (a->eopt.symbols.ndebug_dirs == CLI_MAX_DEBUG_DIRS)
+        why = "at most 16 of them";
+    else
+        a->debug_dirs[a->eopt.symbols.ndebug_dirs++] = val;
+    if (!why)
+        return 1;
+    cli_error("%s: %s %s: %s", a->name, name, val, why);
+    return -1;
+}
+
+/* The symbol options alone, for commands about the whole trace that name
+ * frames all the same (view).  1: consumed; 0: not one; -1: malformed. */
+static int symbol_option(struct analysis *a, int argc, char **argv, int *i)
+{
+    static const char *const names[] = { "--sysroot", "--debug-dir" };
+    size_t k;
+    const char *val;
+    int rc = option_value(a->name, argc, argv, i, names, 2, &k, &val);
+    return rc <= 0 ? rc : symbol_dir(a, names[k], val);
+}
+
 /* The filter and frame options.  1: consumed; 0: not one; -1: malformed
  * (said why). */
 static int filter_option(struct analysis *a, int argc, char **argv, int *i)
@@ -115,22 +151,8 @@ static int filter_option(struct analysis *a, int argc, char **argv, int *i)
     if (rc <= 0)
         return rc;
     const char *name = names[k];
-    if (k == 11 || k == 12) {
-        struct stat st;
-        const char *why = NULL;
-        if (stat(val, &st) < 0 || !S_ISDIR(st.st_mode))
-            why = "not a directory";
-        else if (k == 11)
-            a->eopt.symbols.sysroot = val;
-        else if (a->eopt.symbols.ndebug_dirs == CLI_MAX_DEBUG_DIRS)
-            why = "at most 16 of them";
-        else
-            a->debug_dirs[a->eopt.symbols.ndebug_dirs++] = val;
-        if (!why)
-            return 1;
-        cli_error("%s: %s %s: %s", a->name, name, val, why);
-        return -1;
-    }
+    if (k == 11 || k == 12)
+        return symbol_dir(a, name, val);
     const char *why;
     if (mtl_filter_option(f, name + 2, val, &why) > 0)
         return 1;
@@ -161,6 +183,8 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
             putchar('\n');
             if (!(flags & CLI_WHOLE_TRACE))
                 fputs(filter_usage, stdout);
+            else if (flags & CLI_SYMBOLS)
+                fputs(symbols_usage, stdout);
             fputs(output_usage, stdout);
             if (!(flags & CLI_WHOLE_TRACE))
                 fputs(table_usage, stdout);
@@ -179,7 +203,9 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
             i++;
             continue;
         }
-        int rc = flags & CLI_WHOLE_TRACE ? 0 : filter_option(a, argc, argv, &i);
+        int rc = !(flags & CLI_WHOLE_TRACE) ? filter_option(a, argc, argv, &i)
+                 : flags & CLI_SYMBOLS       ? symbol_option(a, argc, argv, &i)
+                                             : 0;
         if (rc < 0)
             return 1;
         if (rc > 0)

@@ -23,6 +23,7 @@ enum {
     CLI_STACKS = 2,      /* --stacks N: call paths under each row */
     CLI_TWO_TRACES = 4,  /* BASE NEW */
     CLI_WHOLE_TRACE = 8, /* about the whole trace: no filters, frames, tables */
+    CLI_SYMBOLS = 16,    /* with CLI_WHOLE_TRACE: --sysroot and --debug-dir all the same */
 };
 
 struct analysis {

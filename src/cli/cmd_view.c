@@ -123,8 +123,13 @@ int cmd_view(int argc, char **argv)
     struct analysis a = { 0 };
     struct view_opts o = { .host = "127.0.0.1" };
     int code;
-    if (analysis_parse(&a, argc, argv, usage, CLI_WHOLE_TRACE, parse_opt, &o, &code))
+    if (analysis_parse(&a, argc, argv, usage, CLI_WHOLE_TRACE | CLI_SYMBOLS, parse_opt, &o,
+                       &code))
         return code;
+    if (a.json) {
+        cli_error("view: no --json: the page's API answers JSON (docs/VIEWER.md)");
+        return 2;
+    }
     if (o.html && (o.open || o.port_set || strcmp(o.host, "127.0.0.1"))) {
         cli_error("view: --html writes a file: --port, --host and --open are for serving");
         return 2;

@@ -170,4 +170,9 @@ expect_error "view of no trace" 1 view no-such.mtly
 expect_error "view --port x" 2 view --port x t.mtly
 expect_error "view --host bogus" 1 view --host bogus t.mtly
 expect_error "view --html with --port" 2 view --html x.html --port 8000 t.mtly
+expect_error "view --json" 2 view --json t.mtly
+expect_error "view --sysroot that is not a directory" 2 view --sysroot /no/such/dir --html y.html t.mtly
+mkdir -p dbg
+"$MEMTALLY_BIN" view --debug-dir dbg --html z.html t.mtly >/dev/null || fail "view --debug-dir DIR --html failed"
+echo "ok: view takes --debug-dir"
 expect_error "view --html to a directory that is not there" 1 view --html /no/such/dir/x.html t.mtly
