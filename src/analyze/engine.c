@@ -648,8 +648,7 @@ int mtl_engine_curve(struct mtl_engine *e, const struct mtl_filter *f, struct mt
         if (rc < 0)
             return rc;
         mtl_digest_curve(g, c);
-        mtl__index_rss(e->ix, c);
-        return 0;
+        return index_result(e, mtl__index_rss(e->ix, c));
     }
     if (e->ix)
         return index_result(e, mtl__index_curve(e->ix, &e->defs, v, f, threads_of(e), c));

@@ -1014,16 +1014,17 @@ int mtl__index_digest(const struct mtl_index *ix, const struct mtl_defs *d, stru
     return rc;
 }
 
-void mtl__index_rss(const struct mtl_index *ix, struct mtl_curve *c)
+int mtl__index_rss(const struct mtl_index *ix, struct mtl_curve *c)
 {
     const struct mtl_ix_summary *sum = mtl_index_summary(ix);
     for (uint64_t r = 0; r < sum->nrss; r++) {
         uint64_t bk = sum->rss[r].time_us / c->width_us;
-        if (bk < MTL_CURVE_FINE) {
-            c->b[bk].rss = sum->rss[r].bytes;
-            c->b[bk].has_rss = 1;
-        }
+        if (bk >= MTL_CURVE_FINE)
+            return MTL_ECORRUPT; /* past the trace's end */
+        c->b[bk].rss = sum->rss[r].bytes;
+        c->b[bk].has_rss = 1;
     }
+    return 0;
 }
 
 int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
@@ -1076,15 +1077,8 @@ int mtl__index_curve(const struct mtl_index *ix, const struct mtl_defs *d, struc
             c->b[i].alloc_calls += j.alloc_calls[k][i];
         }
 rss:
-    for (uint64_t r = 0; rc == 0 && c->buckets && r < s.sum->nrss; r++) {
-        uint64_t bk = s.sum->rss[r].time_us / c->width_us;
-        if (bk >= MTL_CURVE_FINE) {
-            rc = MTL_ECORRUPT;
-            break;
-        }
-        c->b[bk].rss = s.sum->rss[r].bytes;
-        c->b[bk].has_rss = 1;
-    }
+    if (rc == 0 && c->buckets)
+        rc = mtl__index_rss(ix, c);
     for (uint64_t k = 0; j.segs && k < s.sum->nachunks; k++) {
         free(j.segs[k].bucket);
         free(j.segs[k].prefix);

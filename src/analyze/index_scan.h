@@ -39,7 +39,8 @@ struct mtl_digest;
 int mtl__index_digest(const struct mtl_index *ix, const struct mtl_defs *d, struct mtl_view *v,
                       const struct mtl_filter *f, unsigned threads, struct mtl_digest *out);
 
-/* The RSS samples into c's buckets (c->width_us set). */
-void mtl__index_rss(const struct mtl_index *ix, struct mtl_curve *c);
+/* The RSS samples into c's buckets (c->width_us set).  0, or MTL_ECORRUPT
+ * for a sample past the buckets. */
+int mtl__index_rss(const struct mtl_index *ix, struct mtl_curve *c);
 
 #endif
