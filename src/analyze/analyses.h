@@ -264,6 +264,7 @@ struct mtl_totals {
     uint32_t threads_allocating;
     uint32_t unique_stacks;              /* distinct stacks of allocations */
     uint64_t duration_us;
+    uint64_t tagged_allocations;         /* with a type tag (report --by type) */
 };
 
 int mtl_totals(struct mtl_engine *e, struct mtl_totals *out);

@@ -414,6 +414,13 @@ int mtl_engine_scan(struct mtl_engine *e, const struct mtl_filter *f,
     return rc;
 }
 
+/* A followed block's weights, from its size as the reader gives them. */
+static void follow_weights(const struct mtl_engine *e, struct mtl_block *b)
+{
+    const struct mtl_trace_info *info = mtl_reader_info(e->r);
+    mtl__weights(info->mode, info->sample_rate, b->size, &b->weight_count, &b->weight_bytes);
+}
+
 /* Follow mode matches frees to blocks itself: a scan reads a trace whole,
  * this reads it piece by piece and keeps its live blocks in between. */
 static int follow_event(struct mtl_engine *e, const struct mtl_filter *f,
@@ -426,16 +433,15 @@ static int follow_event(struct mtl_engine *e, const struct mtl_filter *f,
         v = (struct mtl_ptrmap_val){ .size = ev->size, .time_us = ev->time_us,
                                      .ordinal = e->follow_allocs++, .seq = e->follow_seq++,
                                      .stack = ev->stack, .thread = ev->thread,
-                                     .weight_count = ev->weight_count,
-                                     .weight_bytes = ev->weight_bytes };
+                                     .tag = ev->tag };
         if (mtl_ptrmap_take(&e->follow_live, ev->ptr, &old) && ops->event) {
             /* Its free was lost: it ends here (as scan.c does). */
             struct mtl_event fev = { .type = MTL_EV_FREE, .time_us = ev->time_us,
                                      .thread = ev->thread, .ptr = ev->ptr };
             struct mtl_block ob = { .ptr = ev->ptr, .size = old.size, .alloc_us = old.time_us,
                                     .free_us = ev->time_us, .stack = old.stack,
-                                    .thread = old.thread, .weight_count = old.weight_count,
-                                    .weight_bytes = old.weight_bytes, .free_lost = 1 };
+                                    .thread = old.thread, .tag = old.tag, .free_lost = 1 };
+            follow_weights(e, &ob);
             if (ops->event(arg, &fev, &ob, 1) != 0)
                 return MTL_ESTOPPED;
         }
@@ -444,7 +450,7 @@ static int follow_event(struct mtl_engine *e, const struct mtl_filter *f,
         b = (struct mtl_block){ .ptr = ev->ptr, .size = ev->size, .alloc_us = ev->time_us,
                                 .free_us = MTL_NEVER, .ordinal = v.ordinal,
                                 .alloc_seq = v.seq, .free_seq = MTL_NEVER,
-                                .stack = ev->stack, .thread = ev->thread,
+                                .stack = ev->stack, .thread = ev->thread, .tag = ev->tag,
                                 .weight_count = ev->weight_count,
                                 .weight_bytes = ev->weight_bytes };
         has_block = 1;
@@ -455,8 +461,8 @@ static int follow_event(struct mtl_engine *e, const struct mtl_filter *f,
                                     .free_us = ev->time_us, .ordinal = old.ordinal,
                                     .alloc_seq = old.seq, .free_seq = e->follow_seq - 1,
                                     .stack = old.stack, .thread = old.thread,
-                                    .weight_count = old.weight_count,
-                                    .weight_bytes = old.weight_bytes };
+                                    .tag = old.tag };
+            follow_weights(e, &b);
             has_block = 1;
         }
     }

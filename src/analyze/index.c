@@ -45,7 +45,7 @@
 #include "memtally/errors.h"
 
 #define IX_MAGIC "MTLINDEX"
-#define IX_VERSION 4u
+#define IX_VERSION 5u   /* 5: the type tag column */
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -541,6 +541,10 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
         for (uint32_t i = 0; i < a->n; i++)
             if (col[MTL_IXA_THREAD][i] >= ix->defs.nthreads)
                 return MTL_ECORRUPT;
+    if (col[MTL_IXA_TAG])
+        for (uint32_t i = 0; i < a->n; i++)
+            if (col[MTL_IXA_TAG][i] > ix->defs.nstrings)
+                return MTL_ECORRUPT;
     /* The frees recorded after the chunk was written. */
     if (mask & (1u << MTL_IXA_LIFE | 1u << MTL_IXA_FLAGS) && ix->h->nlate) {
         uint64_t lo = 0, hi = ix->h->nlate;
@@ -840,6 +844,7 @@ static int on_event(struct build *b, const struct mtl_event *ev)
         p->col[MTL_IXA_STACK][at] = ev->stack;
         p->col[MTL_IXA_THREAD][at] = ev->thread;
         p->col[MTL_IXA_FLAGS][at] = 0;
+        p->col[MTL_IXA_TAG][at] = ev->tag;
         struct live *l = (struct live *)b->lives.data + slot;
         *l = (struct live){ j, ev->time_us, ev->size, ev->stack, ev->thread };
         if ((rc = put_event(b, 1)) < 0)
@@ -852,6 +857,7 @@ static int on_event(struct build *b, const struct mtl_event *ev)
         k.size = ev->size;
         k.stack = ev->stack;
         k.thread = ev->thread;
+        k.tag = ev->tag;
         k.weight_count = ev->weight_count;
         k.weight_bytes = ev->weight_bytes;
         return mtl_totals_event(&b->totals, ev, &k);

@@ -6,7 +6,7 @@
  * is analysed again.
  *
  *   blocks, in allocation order, by chunks of MTL_IX_CHUNK: allocation
- *     time, lifetime, size, stack, thread, flags;
+ *     time, lifetime, size, stack, thread, flags, type tag;
  *   frees, in trace order, by chunks: the block, the time, its size;
  *   a bit per event (allocation or free), 1 for an allocation;
  *   the RSS samples, the totals, the definitions.
@@ -38,7 +38,7 @@ struct mtl_reader;
 /* The columns of a block chunk.  LIFE is 0 for a block never freed, else
  * its lifetime in microseconds plus 1. */
 enum { MTL_IXA_TIME, MTL_IXA_LIFE, MTL_IXA_SIZE, MTL_IXA_STACK, MTL_IXA_THREAD,
-       MTL_IXA_FLAGS, MTL_IXA_COLUMNS };
+       MTL_IXA_FLAGS, MTL_IXA_TAG, MTL_IXA_COLUMNS };
 /* The columns of a free chunk. */
 enum { MTL_IXF_BLOCK, MTL_IXF_TIME, MTL_IXF_SIZE, MTL_IXF_COLUMNS };
 

@@ -56,6 +56,8 @@ static unsigned block_columns(unsigned needs)
         m |= COL(THREAD);
     if (needs & MTL_NEED_FLAGS)
         m |= COL(FLAGS);
+    if (needs & MTL_NEED_TAG)
+        m |= COL(TAG);
     return m;
 }
 
@@ -214,6 +216,8 @@ static void fill(const struct ix_scan *s, const uint64_t *const col[], size_t i,
         b->stack = (uint32_t)col[MTL_IXA_STACK][i];
     if (col[MTL_IXA_THREAD])
         b->thread = (uint32_t)col[MTL_IXA_THREAD][i];
+    if (col[MTL_IXA_TAG])
+        b->tag = (uint32_t)col[MTL_IXA_TAG][i];
     if (col[MTL_IXA_FLAGS]) {
         b->temporary = (col[MTL_IXA_FLAGS][i] & MTL_IX_TEMPORARY) != 0;
         b->free_lost = (col[MTL_IXA_FLAGS][i] & MTL_IX_FREE_LOST) != 0;
@@ -408,6 +412,7 @@ static int replay(struct ix_scan *s, const struct mtl_bitset *pass, unsigned nee
             b.free_us = MTL_NEVER; /* not known yet at its allocation */
             b.stack = acol[MTL_IXA_STACK] ? (uint32_t)acol[MTL_IXA_STACK][ai] : 0;
             b.thread = acol[MTL_IXA_THREAD] ? (uint32_t)acol[MTL_IXA_THREAD][ai] : 0;
+            b.tag = acol[MTL_IXA_TAG] ? (uint32_t)acol[MTL_IXA_TAG][ai] : 0;
             b.alloc_seq = e;
             b.free_seq = MTL_NEVER;
             ai++;
@@ -425,7 +430,7 @@ static int replay(struct ix_scan *s, const struct mtl_bitset *pass, unsigned nee
             b.size = fcol[MTL_IXF_SIZE][fi];
             b.free_us = fcol[MTL_IXF_TIME][fi];
             b.alloc_us = 0;
-            b.stack = b.thread = 0;
+            b.stack = b.thread = b.tag = 0;
             b.alloc_seq = MTL_NEVER;
             b.free_seq = e;
             fi++;

@@ -22,4 +22,8 @@ int mtl__leaked_stacks(struct mtl_engine *e, const struct mtl_filter *f,
                        const char *const *suppressions, size_t nsuppressions,
                        struct mtl_stackagg *agg, double *supp_bytes, double *supp_blocks);
 
+/* The blocks that pass f summed per (thread, type tag): in out, each
+ * entry's stack is the tag's string id, 0 for untagged blocks. */
+int mtl__type_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_stackagg *out);
+
 #endif

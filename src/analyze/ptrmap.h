@@ -18,7 +18,9 @@ struct mtl_ptrmap_val {
                            allocations and frees */
     uint32_t stack;
     uint32_t thread;
-    double weight_count, weight_bytes;
+    uint32_t tag;       /* type tag string id, 0 when none */
+    /* No weights: they follow from the size (mtl__weights), and a live
+     * block's entry is kept small. */
 };
 
 struct mtl_ptrmap {

@@ -38,7 +38,7 @@ int mtl_report(struct mtl_engine *e, const struct mtl_filter *f,
     mtl__result_head(e, &out->head);
     int per_thread = !o->total_only && o->by != MTL_BY_THREAD;
     struct mtl_stackagg a = MTL_STACKAGG_INIT(per_thread || o->by == MTL_BY_THREAD);
-    int rc = mtl_engine_sums(e, f, &a);
+    int rc = o->by == MTL_BY_TYPE ? mtl__type_sums(e, f, &a) : mtl_engine_sums(e, f, &a);
     struct mtl_view *v = rc == 0 ? mtl_engine_view(e, f) : NULL;
     if (rc == 0 && !v)
         rc = MTL_ENOMEM;

@@ -97,6 +97,8 @@ static size_t key_of(struct fold *f, const struct mtl_stackagg_entry *e, uint32_
 {
     if (f->by == MTL_BY_THREAD)
         return (size_t)e->thread + 1;
+    if (f->by == MTL_BY_TYPE)
+        return e->stack; /* the tag's string id: 0, no tag, is NO_STACK_KEY */
     if (loc == MTL_NO_LOCATION)
         return NO_STACK_KEY;
     const struct mtl_location *l = mtl_view_location(f->v, loc);
@@ -167,7 +169,7 @@ static void note_skipped(struct fold *f, const struct mtl_stackagg_entry *e, uin
 static void fold_entry(struct fold *f, const struct mtl_stackagg_entry *e)
 {
     f->stamp++;
-    if (f->by == MTL_BY_THREAD) {
+    if (f->by == MTL_BY_THREAD || f->by == MTL_BY_TYPE) {
         add(f, key_of(f, e, MTL_NO_LOCATION), e, MTL_NO_LOCATION);
         return;
     }
@@ -253,6 +255,11 @@ int mtl_rows_fold(struct mtl_rows *out, const struct mtl_stackagg *a,
         row->extra = c->extra;
         row->percent = out->bytes > 0 ? 100.0 * c->bytes / out->bytes : 0;
         row->location = MTL_NO_LOCATION;
+        if (by == MTL_BY_TYPE) {
+            const char *name = k != NO_STACK_KEY ? mtl_defs_string(d, (uint32_t)k) : NULL;
+            row->type = name ? name : "(untagged)";
+            continue;
+        }
         if (k == NO_STACK_KEY && by != MTL_BY_THREAD) {
             row->function = by == MTL_BY_FUNCTION ? "(no stack)" : NULL;
             row->file = by == MTL_BY_FILE ? "(no stack)" : NULL;
@@ -272,6 +279,8 @@ int mtl_rows_fold(struct mtl_rows *out, const struct mtl_stackagg *a,
             break;
         case MTL_BY_MODULE:
             row->module = c->name;
+            break;
+        case MTL_BY_TYPE:
             break;
         case MTL_BY_FUNCTION: {
             const struct mtl_location *l = mtl_view_location(v, c->best_loc);
@@ -297,6 +306,8 @@ int mtl_rows_fold(struct mtl_rows *out, const struct mtl_stackagg *a,
 
 const char *mtl_row_name(const struct mtl_row *row, char *buf, size_t cap)
 {
+    if (row->type)
+        return row->type;
     if (row->function)
         return row->function;
     if (row->file)

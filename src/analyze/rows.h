@@ -1,7 +1,7 @@
 /*
  * rows.h: folding per-stack totals (stackagg.h) into the rows of a table:
  * by function (self: the site; inclusive: every function on the stack),
- * by file, by module or by thread; sorting them; and, for each row, its
+ * by file, by module, by thread or by type tag; sorting them; and, for each row, its
  * heaviest call paths.  The first steps of report, peak, leaks,
  * temporary and diff.
  */
@@ -16,7 +16,9 @@
 
 struct mtl_defs;
 
-enum mtl_group { MTL_BY_FUNCTION, MTL_BY_FILE, MTL_BY_MODULE, MTL_BY_THREAD };
+/* BY_TYPE folds sums made per (thread, type tag) (the entries' stack is
+ * the tag: analyze/types.c), not per stack. */
+enum mtl_group { MTL_BY_FUNCTION, MTL_BY_FILE, MTL_BY_MODULE, MTL_BY_THREAD, MTL_BY_TYPE };
 enum mtl_sort { MTL_SORT_BYTES, MTL_SORT_CALLS, MTL_SORT_PER_CALL,
                 MTL_SORT_PERCENT, MTL_SORT_FUNCTION, MTL_SORT_EXTRA };
 
@@ -39,6 +41,7 @@ struct mtl_row {
     uint32_t thread;        /* BY_THREAD: the thread index */
     uint32_t tid;           /* BY_THREAD: the kernel's id */
     const char *thread_name;/* BY_THREAD: "" when unnamed */
+    const char *type;       /* BY_TYPE: the tag, "(untagged)" for none */
     uint32_t location;      /* BY_FUNCTION: the location of that line */
     uint32_t key;           /* the row's key: function id, thread... */
     double calls, bytes, extra;
@@ -85,7 +88,7 @@ int mtl_rows_paths(struct mtl_rows *rows, const struct mtl_stackagg *a,
                    struct mtl_view *v, int inclusive, uint32_t thread, size_t n,
                    size_t depth);
 
-/* The name a row is shown under (function, file, module or thread). */
+/* The name a row is shown under (function, file, module, thread or type). */
 const char *mtl_row_name(const struct mtl_row *row, char *buf, size_t cap);
 
 void mtl_rows_release(struct mtl_rows *rows);

@@ -88,8 +88,9 @@ static void fill_block(const struct scan *s, struct mtl_block *b, uint64_t ptr,
     b->ordinal = v->ordinal;
     b->stack = v->stack;
     b->thread = v->thread;
-    b->weight_count = v->weight_count;
-    b->weight_bytes = v->weight_bytes;
+    b->tag = v->tag;
+    const struct mtl_trace_info *info = mtl_reader_info(s->r);
+    mtl__weights(info->mode, info->sample_rate, v->size, &b->weight_count, &b->weight_bytes);
     b->temporary = free_us != MTL_NEVER && s->seq == v->seq + 1;
     b->free_lost = 0;
 }
@@ -195,8 +196,7 @@ static int on_alloc(struct scan *s, const struct mtl_event *ev)
 {
     struct mtl_ptrmap_val v = {
         .size = ev->size, .time_us = ev->time_us, .ordinal = s->allocations,
-        .seq = s->seq, .stack = ev->stack, .thread = ev->thread,
-        .weight_count = ev->weight_count, .weight_bytes = ev->weight_bytes,
+        .seq = s->seq, .stack = ev->stack, .thread = ev->thread, .tag = ev->tag,
     };
     int rc;
     s->allocations++;
@@ -339,7 +339,7 @@ static int alloc_pass(struct scan *s)
             struct mtl_block blk = {
                 .size = b->size[i], .alloc_us = b->time_us[i], .free_us = MTL_NEVER,
                 .ordinal = ordinal, .alloc_seq = b->seq[i], .free_seq = MTL_NEVER,
-                .stack = b->stack[i], .thread = b->thread[i],
+                .stack = b->stack[i], .thread = b->thread[i], .tag = b->tag[i],
                 .weight_count = wc, .weight_bytes = wb,
             };
             rc = report_block(s, &blk);

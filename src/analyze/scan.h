@@ -29,6 +29,7 @@ struct mtl_block {
     uint64_t alloc_seq, free_seq;/* positions among allocations and frees
                                     (from 0); free_seq MTL_NEVER if never */
     uint32_t stack, thread;      /* thread: the trace's thread index */
+    uint32_t tag;                /* type tag string id, 0 when none */
     double weight_count, weight_bytes;
     int temporary;               /* freed right after it was allocated: no
                                     other allocation or free in between */
@@ -81,6 +82,7 @@ enum mtl_need {
     MTL_NEED_STACK = 8,
     MTL_NEED_THREAD = 16,
     MTL_NEED_FLAGS = 32,      /* temporary, free_lost */
+    MTL_NEED_TAG = 64,
 };
 
 struct mtl_scan_result {

@@ -32,6 +32,7 @@ int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
             t->peak_rss = ev->size;
     } else if (ev->type == MTL_EV_ALLOC && b) {
         t->allocations++;
+        t->tagged_allocations += b->tag != 0;
         t->bytes_allocated += b->size;
         t->est_allocations += b->weight_count;
         t->est_bytes += b->weight_bytes;

@@ -17,7 +17,9 @@ static const char usage[] =
     "  --sort KEY[:asc|:desc]     calls, bytes (default), per-call, percent, function\n"
     "  --inclusive                a function counts all that is allocated below it\n"
     "                             (default: only what it allocates itself)\n"
-    "  --by function|file|module|thread\n";
+    "  --by function|file|module|thread|type\n"
+    "                             type: by the type tags of the program's\n"
+    "                             allocations (docs/ANALYSIS.md)\n";
 
 static int parse_opt(void *ctx, int argc, char **argv, int *i)
 {
@@ -54,13 +56,13 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
         o->descending = colon ? !strcmp(colon, ":desc") : o->sort != MTL_SORT_FUNCTION;
         return 1;
     }
-    static const char *const groups[] = { "function", "file", "module", "thread" };
-    for (size_t g = 0; g < 4; g++)
+    static const char *const groups[] = { "function", "file", "module", "thread", "type" };
+    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++)
         if (!strcmp(val, groups[g])) {
             o->by = (enum mtl_group)g;
             return 1;
         }
-    cli_error("report: --by takes function, file, module or thread");
+    cli_error("report: --by takes function, file, module, thread or type");
     return -1;
 }
 

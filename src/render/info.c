@@ -45,6 +45,7 @@ static void info_json(struct mtl_buf *b, const struct mtl_info *in)
     mtl_json_kv_uint(&j, "live_blocks_at_end", t->live_blocks);
     mtl_json_kv_uint(&j, "peak_rss_bytes", t->peak_rss);
     mtl_json_kv_uint(&j, "unique_stacks", t->unique_stacks);
+    mtl_json_kv_uint(&j, "tagged_allocations", t->tagged_allocations);
     mtl_json_kv_uint(&j, "modules", in->modules);
     mtl_json_kv_uint(&j, "max_depth", tr->max_depth);
     mtl_json_kv_uint(&j, "events", t->events);
@@ -103,6 +104,9 @@ void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
         mtl_buf_addf(b, "peak RSS:      %s\n", mtl_human_bytes(x, sizeof x, (double)t->peak_rss));
     mtl_buf_addf(b, "unique stacks: %u (%u frames in their tree), modules: %u\n",
                  t->unique_stacks, in->stack_nodes, in->modules);
+    if (t->tagged_allocations)
+        mtl_buf_addf(b, "type tags:     on %llu allocations (report --by type)\n",
+                     (unsigned long long)t->tagged_allocations);
     mtl_buf_addf(b, "trace:         %llu events in %llu blocks, %s\n",
                  (unsigned long long)t->events, (unsigned long long)in->blocks,
                  tr->truncated ? "truncated" : "complete");

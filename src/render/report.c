@@ -9,6 +9,7 @@ static const char *key_header(enum mtl_group by)
     case MTL_BY_FILE: return "FILE";
     case MTL_BY_MODULE: return "MODULE";
     case MTL_BY_THREAD: return "THREAD";
+    case MTL_BY_TYPE: return "TYPE";
     default: return "FUNCTION";
     }
 }
@@ -44,6 +45,11 @@ static void json_rows(struct mtl_json *j, const struct mtl_rows *rows, enum mtl_
             mtl_json_kv_uint(j, "tid", row->tid);
             mtl_json_kv_uint(j, "index", row->thread);
             mtl_json_kv_string(j, "name", row->thread_name ? row->thread_name : "");
+            mtl_json_kv_string(j, "function", NULL);
+            mtl_json_kv_string(j, "file", NULL);
+            mtl_json_kv_string(j, "line", NULL);
+        } else if (by == MTL_BY_TYPE) {
+            mtl_json_kv_string(j, "type", row->type);
             mtl_json_kv_string(j, "function", NULL);
             mtl_json_kv_string(j, "file", NULL);
             mtl_json_kv_string(j, "line", NULL);

@@ -143,14 +143,14 @@ static int api_report(struct mtl_engine *e, struct request *q, const struct mtl_
         return -1;
     o.top = (size_t)top;
     const char *by = arg(q, "by"), *sort = arg(q, "sort");
-    static const char *const bys[] = { "function", "file", "module", "thread" };
+    static const char *const bys[] = { "function", "file", "module", "thread", "type" };
     static const char *const sorts[] = { "bytes", "calls", "per-call", "percent", "function" };
     if (by) {
         size_t k = 0;
-        while (k < 4 && strcmp(by, bys[k]))
+        while (k < 5 && strcmp(by, bys[k]))
             k++;
-        if (k == 4)
-            return fail(q, 400, "by: '%s' is not function, file, module or thread", by);
+        if (k == 5)
+            return fail(q, 400, "by: '%s' is not function, file, module, thread or type", by);
         o.by = (enum mtl_group)k;
     }
     if (sort) {
@@ -268,6 +268,7 @@ int mtl_view_snapshot(struct mtl_engine *e, struct mtl_buf *out)
     static const struct mtl_view_arg sites[] = { { "dir", "sites" } };
     static const struct mtl_view_arg down[] = { { "dir", "down" } };
     static const struct mtl_view_arg threads[] = { { "by", "thread" } };
+    static const struct mtl_view_arg types[] = { { "by", "type" } };
     mtl_buf_addc(out, '{');
     int rc = snap(e, out, "info", "/api/info", NULL, 0, 1);
     if (rc == 0)
@@ -276,6 +277,8 @@ int mtl_view_snapshot(struct mtl_engine *e, struct mtl_buf *out)
         rc = snap(e, out, "report", "/api/report", NULL, 0, 0);
     if (rc == 0)
         rc = snap(e, out, "threads", "/api/report", threads, 1, 0);
+    if (rc == 0)
+        rc = snap(e, out, "types", "/api/report", types, 1, 0);
     if (rc == 0)
         rc = snap(e, out, "sites", "/api/tree", sites, 1, 0);
     if (rc == 0)

@@ -3,11 +3,13 @@
 // allocates 1024 x 1 KiB at about 0 ms, phase_two 384 x 2 KiB at about
 // 200 ms (truth at the top of that file).  Run by
 // tests/integration/test_view_browser.sh:
-//   node view.cjs URL HTML_FILE OUT_DIR
+//   node view.cjs URL HTML_FILE TYPED_HTML_FILE OUT_DIR
+// TYPED_HTML_FILE: the --html page of a trace with type tags: 2 Node of
+// 48 B, 1 Buffer of 4096 B, 1 untagged block of 10 B.
 // Exit status 1 on any failed check; screenshots go to OUT_DIR.
 const { chromium } = require("playwright-core");
 
-const [url, htmlFile, out] = process.argv.slice(2);
+const [url, htmlFile, typedFile, out] = process.argv.slice(2);
 let failures = 0;
 function check(cond, what, got) {
   if (cond) console.log("ok: " + what);
@@ -44,6 +46,7 @@ try {
   check((await page.$$("#chart path")).length >= 1, "memory chart drawn");
   check(await page.$("#peak-mark") !== null, "the peak is marked");
   check((await page.$$("#lifetimes rect.cell")).length > 0, "lifetimes cells drawn");
+  check(await page.isHidden("#types-section"), "no Types table for a trace without type tags");
 
   // Search marks both phases.
   await page.fill("#search", "phase");
@@ -125,6 +128,18 @@ try {
         "--html file: the same table", rows);
   check((await flameNodes(file)).some(([f, b]) => f === "phase_one" && b === 1048576), "--html file: the flame graph");
   check(await file.isVisible("#offline-note"), "--html file: says filters need the server");
+
+  // Type tags: the Types table, and the count in the info panel.
+  const typed = await browser.newPage({ viewport: { width: 1280, height: 1800 } });
+  await typed.goto("file://" + typedFile);
+  await ready(typed);
+  await typed.screenshot({ path: out + "/view-types.png", fullPage: true });
+  check(await typed.isVisible("#types-section"), "types: the table is shown");
+  const types = await typed.$$eval("#types tbody tr", (trs) => trs.map((tr) =>
+    [...tr.querySelectorAll("td")].slice(0, 3).map((td) => td.textContent)));
+  check(JSON.stringify(types) === JSON.stringify([["Buffer", "1", "4 096"], ["Node", "2", "96"], ["(untagged)", "1", "10"]]),
+        "types: Buffer 4 096, Node 96, untagged 10", types);
+  check((await typed.textContent('dd[data-key="tagged allocations"]')) === "3", "info: 3 tagged allocations");
 } finally {
   await browser.close();
 }

@@ -75,6 +75,7 @@ for f in '' '--never-freed' '--live-at 0.1' '--lifetime 1ms..' '--size 1K.. --th
     # shellcheck disable=SC2086
     {
         compare "churn report $f" report --total $f churn.mtly
+        compare "churn report --by type $f" report --by type $f churn.mtly
         compare "churn peak $f" peak $f churn.mtly
         compare "churn leaks $f" leaks $f churn.mtly
         compare "churn timeline $f" timeline --points 9 $f churn.mtly

@@ -69,6 +69,8 @@ get r '/api/report?lifetime=300ms..&inside=phase_one'
 expect_jq "report lifetime=300ms.. inside=phase_one" r.json '[.total.calls, .total.bytes]' '[512,524288]'
 get r '/api/report?by=thread'
 expect_jq "report by=thread" r.json '[(.total.rows | length), .total.rows[0].bytes]' '[1,1835008]'
+get r '/api/report?by=type'
+expect_jq "report by=type (no tags)" r.json '[.total.rows[] | [.type, .bytes]]' '[["(untagged)",1835008]]'
 get r '/api/report?sort=calls&top=1'
 expect_jq "report sort=calls top=1" r.json '[.total.rows[] | fname]' '["phase_one"]'
 
@@ -163,7 +165,26 @@ echo "ok: --html wrote $size bytes"
 sed -n 's|.*window.MEMTALLY_DATA = \(.*\);</script>.*|\1|p' out.html >data.json
 expect_jq "--html data: report rows" data.json '[.report.total.rows[] | [fname, .bytes]]' \
     '[["phase_one",1048576],["phase_two",786432]]'
-expect_jq "--html data: views" data.json 'keys' '["down","info","lifetimes","report","sites","threads","timeline"]'
+expect_jq "--html data: views" data.json 'keys' '["down","info","lifetimes","report","sites","threads","timeline","types"]'
+
+# A trace with type tags (ALLOC_EX records; tests/tools/mktrace writes one):
+# the breakdown by type, served and built in.
+mktrace typed.mtly <<'EOF'
+header program=/bin/typed pid=7 start=1000000 mode=full depth=32
+stack a make_node main
+stack b make_buffer main
+start 0 0 7 main
+alloc 10 0 0x1000 48 a Node
+alloc 11 0 0x1100 48 a Node
+alloc 13 0 0x2000 4096 b Buffer
+alloc 14 0 0x3000 10 b
+end 100
+EOF
+"$MEMTALLY_BIN" view --html typed.html typed.mtly >/dev/null || fail "view --html of typed.mtly failed"
+sed -n 's|.*window.MEMTALLY_DATA = \(.*\);</script>.*|\1|p' typed.html >typed.json
+expect_jq "--html data: tagged allocations" typed.json '.info.tagged_allocations' 3
+expect_jq "--html data: types" typed.json '[.types.total.rows[] | [.type, .calls, .bytes]]' \
+    '[["Buffer",1,4096],["Node",2,96],["(untagged)",1,10]]'
 
 # Bad input: one line, non-zero.
 expect_error "view of no trace" 1 view no-such.mtly

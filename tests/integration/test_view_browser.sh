@@ -1,7 +1,8 @@
 #!/bin/sh
 # The viewer in headless Chromium (tests/browser/view.cjs, through
 # playwright-core): numbers in the table and the flame graph, filters typed
-# and dragged, zoom, direction, a row's callers, the --html file.  Needs
+# and dragged, zoom, direction, a row's callers, the --html file, the types
+# of a trace with type tags.  Needs
 # chromium, node and playwright-core (make check installs them:
 # scripts/install-deps.sh browser).  Screenshots: build/test-logs/view-*.png.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
@@ -14,11 +15,24 @@ modules="$MEMTALLY_ROOT/build/npm/node_modules"
 
 record t.mtly "$TEST_PROGRAMS/golden_phases" >/dev/null || fail "record failed"
 "$MEMTALLY_BIN" view --html "$PWD/t.html" t.mtly >/dev/null || fail "view --html failed"
+# A trace with type tags (written by tests/tools/mktrace): the Types table.
+mktrace typed.mtly <<'EOF'
+header program=/bin/typed pid=7 start=1000000 mode=full depth=32
+stack a make_node main
+stack b make_buffer main
+start 0 0 7 main
+alloc 10 0 0x1000 48 a Node
+alloc 11 0 0x1100 48 a Node
+alloc 13 0 0x2000 4096 b Buffer
+alloc 14 0 0x3000 10 b
+end 100
+EOF
+"$MEMTALLY_BIN" view --html "$PWD/typed.html" typed.mtly >/dev/null || fail "view --html of typed.mtly failed"
 start_view view t.mtly
 trap 'kill $view_pid 2>/dev/null' EXIT
 url=$view_url
 shots="$MEMTALLY_ROOT/build/test-logs"
 mkdir -p "$shots"
 cp "$MEMTALLY_ROOT/tests/browser/view.cjs" .
-NODE_PATH="$modules" CHROMIUM="$chromium" timeout 120 node view.cjs "$url" "$PWD/t.html" "$shots" ||
+NODE_PATH="$modules" CHROMIUM="$chromium" timeout 120 node view.cjs "$url" "$PWD/t.html" "$PWD/typed.html" "$shots" ||
     fail "browser checks failed (screenshots in $shots)"

@@ -32,8 +32,9 @@
  *       Thread THREAD is (re)named NAME.
  *   exit TIME THREAD
  *       Thread THREAD exits.
- *   alloc TIME THREAD PTR SIZE STACK
- *       Thread THREAD allocates SIZE bytes at address PTR with stack STACK.
+ *   alloc TIME THREAD PTR SIZE STACK [TYPE]
+ *       Thread THREAD allocates SIZE bytes at address PTR with stack STACK;
+ *       with TYPE, the block carries that type tag (an ALLOC_EX record).
  *   free TIME THREAD PTR
  *       Thread THREAD frees the block at PTR.
  *   rss TIME BYTES
@@ -370,19 +371,24 @@ static void statement(char **w, int n)
         at(w[1]);
         tb_var(&mk.b, t);
     } else if (!strcmp(s, "alloc")) {
-        need(n, 6, 6, "alloc TIME THREAD PTR SIZE STACK");
+        need(n, 6, 7, "alloc TIME THREAD PTR SIZE STACK [TYPE]");
         struct named *st = find(mk.stacks, mk.nstacks, w[5]);
         if (!st)
             die("no stack named '%s'", w[5]);
         uint64_t ptr = number(w[3], "bad pointer '%s'");
         uint64_t size = number(w[4], "bad size '%s'");
+        uint32_t tag = n == 7 ? string_id(w[6]) : 0;
         switch_to(thread_of(w[2]));
         room();
-        tb_byte(&mk.b, MTL_REC_ALLOC);
+        tb_byte(&mk.b, tag ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
         at(w[1]);
         tb_size(&mk.b, size);
         tb_stack(&mk.b, st->id);
         pointer(ptr);
+        if (tag) {
+            tb_var(&mk.b, MTL_ALLOC_EX_TAG);
+            tb_var(&mk.b, tag);
+        }
     } else if (!strcmp(s, "free")) {
         need(n, 4, 4, "free TIME THREAD PTR");
         uint64_t ptr = number(w[3], "bad pointer '%s'");
