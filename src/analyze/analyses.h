@@ -151,11 +151,15 @@ struct mtl_tree_options {
     size_t max_depth;       /* 0: all, up to MTL_TREE_MAX_DEPTH */
     int inverted;           /* without callers or callees: from the allocation
                                sites down to their callers, not from main */
+    int others;             /* the children left out by min_percent summed
+                               into one last child, "(others)", instead */
 };
 
 struct mtl_tree_node {
     struct mtl_location where;  /* the function (the root: none) */
     double calls, bytes, percent; /* percent of the root's bytes */
+    size_t merged;              /* "(others)": how many functions it sums;
+                                   0 for a function's node */
     size_t nchildren;
     struct mtl_tree_node *children; /* largest first */
 };

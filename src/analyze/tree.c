@@ -132,8 +132,24 @@ static int by_bytes(const void *a, const void *b, void *arg)
     return x->fid < y->fid ? -1 : x->fid > y->fid;
 }
 
+/* The node that sums a parent's children below min_bytes (options.others). */
+static void others_node(const struct build *t, const struct node *parent, double min_bytes,
+                        double root, struct mtl_tree_node *out)
+{
+    out->where = (struct mtl_location){ .function = "(others)", .module = "" };
+    for (uint32_t c = parent->first_child; c; c = t->nodes[c].next_sibling) {
+        const struct node *k = &t->nodes[c];
+        if (k->bytes < min_bytes && k->bytes > 0) {
+            out->calls += k->calls;
+            out->bytes += k->bytes;
+            out->merged++;
+        }
+    }
+    out->percent = root > 0 ? 100.0 * out->bytes / root : 0;
+}
+
 /* Copies node i of the build, with its children above min_bytes, largest
- * first, into out. */
+ * first, into out; with options.others, then one node for the rest. */
 static int copy_out(const struct build *t, uint32_t i, double min_bytes, double root,
                     struct mtl_tree_node *out)
 {
@@ -146,14 +162,18 @@ static int copy_out(const struct build *t, uint32_t i, double min_bytes, double 
         out->where.line = 0; /* a node stands for every line of its function */
         out->where.inlined = 0;
     }
-    size_t n = 0;
-    for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling)
+    size_t n = 0, small = 0;
+    for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling) {
         if (t->nodes[c].bytes >= min_bytes && t->nodes[c].bytes > 0)
             n++;
-    if (!n)
+        else if (t->nodes[c].bytes > 0)
+            small++;
+    }
+    int others = t->o->others && small > 0;
+    if (!n && !others)
         return 0;
-    uint32_t *kids = malloc(n * sizeof *kids);
-    out->children = calloc(n, sizeof *out->children);
+    uint32_t *kids = malloc((n ? n : 1) * sizeof *kids);
+    out->children = calloc(n + others, sizeof *out->children);
     if (!kids || !out->children) {
         free(kids);
         return MTL_ENOMEM;
@@ -169,6 +189,8 @@ static int copy_out(const struct build *t, uint32_t i, double min_bytes, double 
         out->nchildren = c + 1;
     }
     free(kids);
+    if (rc == 0 && others)
+        others_node(t, nd, min_bytes, root, &out->children[out->nchildren++]);
     return rc;
 }
 

@@ -20,6 +20,8 @@ static const char usage[] =
     "  --sites                    bottom up from every allocation site through\n"
     "                             its callers (as a flame graph of sites)\n"
     "  --min-percent X            leave out nodes below X% of the root (default 1)\n"
+    "  --others                   sum the nodes left out under each node into\n"
+    "                             one, \"(others)\", so that every byte shows\n"
     "  --max-depth N              at most N levels\n";
 
 static int parse_opt(void *ctx, int argc, char **argv, int *i)
@@ -29,8 +31,8 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
                                          "--max-depth" };
     const char *val;
     size_t k;
-    if (!strcmp(argv[*i], "--sites")) {
-        o->inverted = 1;
+    if (!strcmp(argv[*i], "--sites") || !strcmp(argv[*i], "--others")) {
+        *(argv[*i][2] == 's' ? &o->inverted : &o->others) = 1;
         (*i)++;
         return 1;
     }

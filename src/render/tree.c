@@ -22,6 +22,9 @@ static void node_text(struct mtl_buf *b, const struct mtl_tree_node *n, int dept
         const char *base = n->where.file ? strrchr(n->where.file, '/') : NULL;
         base = base ? base + 1 : n->where.file;
         mtl_buf_adds(b, n->where.function);
+        if (n->merged)
+            mtl_buf_addf(b, " %zu function%s, each under the threshold", n->merged,
+                         n->merged == 1 ? "" : "s");
         if (base)
             mtl_buf_addf(b, " (%s)", base);
         mtl_buf_addc(b, '\n');
@@ -40,6 +43,8 @@ static void node_json(struct mtl_json *j, const struct mtl_tree_node *n, int roo
     mtl_json_kv_number(j, "calls", n->calls);
     mtl_json_kv_number(j, "bytes", n->bytes);
     mtl_json_kv_fixed(j, "percent", n->percent, 4);
+    if (n->merged)
+        mtl_json_kv_uint(j, "merged", n->merged);
     mtl_json_key(j, "children");
     mtl_json_begin_array(j);
     for (size_t i = 0; i < n->nchildren; i++)

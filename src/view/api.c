@@ -4,8 +4,9 @@
  *   /api/info                       what info --json says
  *   /api/timeline?points=N          timeline --json (N up to 2000)
  *   /api/report?by=&sort=&top=      report --total --json (top up to 2000)
- *   /api/tree?dir=sites|down&callers=&callees=&min-percent=&max-depth=
- *                                   tree --json (min-percent at least 0.01)
+ *   /api/tree?dir=sites|down&callers=&callees=&min-percent=&max-depth=&others=
+ *                                   tree --json --others (min-percent at
+ *                                   least 0.01; others=0: without --others)
  *   /api/lifetimes?columns=N        the lifetimes grid (N up to 400)
  *
  * Every path but info takes the analysis filters by their option names
@@ -191,10 +192,12 @@ static int api_tree(struct mtl_engine *e, struct request *q, const struct mtl_fi
         if (!*mp || *end || !(o.min_percent >= 0.01 && o.min_percent <= 100))
             return fail(q, 400, "%s", "min-percent takes a number from 0.01 to 100");
     }
-    long depth;
-    if (number_arg(q, "max-depth", 1, MTL_TREE_MAX_DEPTH, 0, &depth) < 0)
+    long depth, others;
+    if (number_arg(q, "max-depth", 1, MTL_TREE_MAX_DEPTH, 0, &depth) < 0 ||
+        number_arg(q, "others", 0, 1, 1, &others) < 0)
         return -1;
     o.max_depth = (size_t)depth;
+    o.others = (int)others; /* a flame graph accounts for every byte */
     struct mtl_tree t;
     if (analysed(q, mtl_tree(e, f, &o, &t)) < 0)
         return -1;

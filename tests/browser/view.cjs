@@ -5,7 +5,8 @@
 // tests/integration/test_view_browser.sh:
 //   node view.cjs URL HTML_FILE TYPED_HTML_FILE OUT_DIR
 // TYPED_HTML_FILE: the --html page of a trace with type tags: 2 Node of
-// 48 B, 1 Buffer of 4096 B, 1 untagged block of 10 B.
+// 48 B, 1 Buffer of 4096 B, 4 untagged blocks of 22 B, 12 of them from
+// three sites too small to draw alone.
 // Exit status 1 on any failed check; screenshots go to OUT_DIR.
 const { chromium } = require("playwright-core");
 
@@ -137,8 +138,10 @@ try {
   check(await typed.isVisible("#types-section"), "types: the table is shown");
   const types = await typed.$$eval("#types tbody tr", (trs) => trs.map((tr) =>
     [...tr.querySelectorAll("td")].slice(0, 3).map((td) => td.textContent)));
-  check(JSON.stringify(types) === JSON.stringify([["Buffer", "1", "4 096"], ["Node", "2", "96"], ["(untagged)", "1", "10"]]),
-        "types: Buffer 4 096, Node 96, untagged 10", types);
+  check(JSON.stringify(types) === JSON.stringify([["Buffer", "1", "4 096"], ["Node", "2", "96"], ["(untagged)", "4", "22"]]),
+        "types: Buffer 4 096, Node 96, untagged 22", types);
+  const others = await typed.$$eval('#flame .node[data-merged]', (ds) => ds.map((d) => [d.dataset.function, +d.dataset.merged, +d.dataset.bytes]));
+  check(JSON.stringify(others) === JSON.stringify([["(others)", 3, 12]]), "flame graph: the three tiny sites as one (others) node", others);
   check((await typed.textContent('dd[data-key="tagged allocations"]')) === "3", "info: 3 tagged allocations");
 } finally {
   await browser.close();

@@ -101,3 +101,15 @@ expect_jq "tree --sites: make_buffer's callers" s.json \
     '[.root.children[] | select(fname == "make_buffer") | .children[] | [fname, .calls, .bytes]]' '[["gamma",3,3000]]'
 expect_jq "tree --sites: delta's callers (itself, then main)" s.json \
     '[.root.children[] | select(fname == "delta") | .children[] | [fname, .calls, .bytes]] | sort' '[["delta",3,192],["main",1,64]]'
+
+# tree --others: what --min-percent leaves out under a node is summed into
+# one last child, so that the children add up to their parent.  Of 6708
+# bytes, 5% is 335.4: delta (256) and scratch (288) go to "(others)".
+analyze o.json tree --sites --others --min-percent 5 t.mtly
+expect_jq "tree --others: the last child" o.json \
+    '.root.children[-1] | [.function, .calls, .bytes, .merged]' '["(others)",12,544,2]'
+expect_jq "tree --others: the children add up" o.json '[.root.bytes, ([.root.children[].bytes] | add)]' '[6708,6708]'
+expect_jq "tree --others: no merged count on functions" o.json '[.root.children[:-1][] | has("merged")] | any' false
+"$MEMTALLY_BIN" tree --sites --others --min-percent 5 t.mtly | grep -q '(others) 2 functions, each under the threshold' ||
+    fail "tree --others: the text does not say what (others) holds"
+echo "ok: tree --others in text"

@@ -54,8 +54,9 @@ same_as_cli() { # WHAT PATH ARGS...: the answer to PATH is what memtally ARGS pr
 same_as_cli "timeline, size 2K" '/api/timeline?points=40&size=2K..2K' timeline --json --points 40 --size 2K..2K
 same_as_cli "timeline, live at 300 ms" '/api/timeline?points=40&live-at=300ms' timeline --json --points 40 --live-at 300ms
 same_as_cli "report, live at 300 ms" '/api/report?live-at=300ms' report --total --json --live-at 300ms
-same_as_cli "tree down, live at 300 ms" '/api/tree?dir=down&min-percent=1&live-at=300ms' tree --json --min-percent 1 --live-at 300ms
-same_as_cli "tree of sites, never freed" '/api/tree?min-percent=0.01&never-freed=1' tree --json --sites --min-percent 0.01 --never-freed
+same_as_cli "tree down, live at 300 ms" '/api/tree?dir=down&min-percent=1&live-at=300ms' tree --json --others --min-percent 1 --live-at 300ms
+same_as_cli "tree of sites, never freed" '/api/tree?min-percent=0.01&never-freed=1' tree --json --others --sites --min-percent 0.01 --never-freed
+same_as_cli "tree without others" '/api/tree?min-percent=50&others=0' tree --json --sites --min-percent 50
 
 get r '/api/report?size=2K..2K'
 expect_jq "report size=2K..2K" r.json '[.total.rows[] | [fname, .calls, .bytes]]' '[["phase_two",384,786432]]'
