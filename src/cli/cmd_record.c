@@ -2,8 +2,8 @@
  * cmd_record.c: `memtally record [options] -- PROGRAM ARGS`.
  *
  * Runs PROGRAM as a child with libmemtally.so in LD_PRELOAD and the
- * options in MEMTALLY_* variables (src/preload/lifecycle.c reads them),
- * waits for it, and exits the way it did: with its exit code, or by the
+ * options in a block of variables after the environment's own
+ * (common/recenv.h; the recorder takes it out before main), waits for it, and exits the way it did: with its exit code, or by the
  * same signal.  Terminal signals (SIGINT, SIGQUIT) reach the child
  * directly as it is in our process group; we ignore them meanwhile and
  * pass on the ones sent to us alone (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2).
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "analyze/filter.h"
+#include "common/recenv.h"
 #include "cli/analysis.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
@@ -147,6 +148,72 @@ static int check_limits(const char *trace, int have_peak, uint64_t max_peak,
     return 0;
 }
 
+/* What the recorder in the child is told (common/recenv.h). */
+struct record_env {
+    const char *pattern, *lib;
+    long depth;
+    uint64_t sample;
+    int idle, follow_fork, follow_exec;
+};
+
+/* "NAME=value" in a string of its own; NULL when out of memory. */
+static char *entry(const char *name, const char *value)
+{
+    char *e;
+    return asprintf(&e, "%s=%s", name, value) < 0 ? NULL : e;
+}
+
+/* In the child, before exec: our environment, unchanged, with the
+ * recorder's block after it (common/recenv.h); NULL when out of memory. */
+static char **child_environment(const struct record_env *re, const char *program)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + MTL_ENV_MAX_BLOCK + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    memcpy(env, environ, n * sizeof *env);
+    char **block = env + n, out[PATH_MAX + 64], num[32];
+    size_t k = 1; /* the marker, made last, when the block is counted */
+    expand(out, sizeof out, re->pattern, getpid(), program);
+    block[k++] = entry(MTL_ENV_OUTPUT, out);
+    snprintf(num, sizeof num, "%d", (int)getpid());
+    block[k++] = entry(MTL_ENV_OUTPUT_PID, num);
+    block[k++] = entry(MTL_ENV_PATTERN, re->pattern);
+    snprintf(num, sizeof num, "%ld", re->depth);
+    block[k++] = entry(MTL_ENV_DEPTH, num);
+    if (re->sample) {
+        snprintf(num, sizeof num, "%llu", (unsigned long long)re->sample);
+        block[k++] = entry(MTL_ENV_SAMPLE_RATE, num);
+    }
+    const char *seed = getenv(MTL_ENV_SEED); /* tests: repeatable sampling */
+    if (seed && *seed)
+        block[k++] = entry(MTL_ENV_SEED, seed);
+    if (re->idle)
+        block[k++] = entry(MTL_ENV_IDLE, "1");
+    if (re->follow_fork)
+        block[k++] = entry(MTL_ENV_FOLLOW_FORK, "1");
+    if (re->follow_exec)
+        block[k++] = entry(MTL_ENV_FOLLOW_EXEC, "1");
+    /* Last: ld.so takes the last LD_PRELOAD; the user's stays in place. */
+    const char *old = getenv(MTL_ENV_PRELOAD);
+    char *preload = NULL;
+    if (old && *old)
+        preload = asprintf(&preload, "%s:%s", re->lib, old) < 0 ? NULL : preload;
+    else
+        preload = strdup(re->lib);
+    block[k++] = preload ? entry(MTL_ENV_PRELOAD, preload) : NULL;
+    free(preload);
+    snprintf(num, sizeof num, "%zu", k);
+    block[0] = entry(MTL_ENV_MARKER, num);
+    for (size_t i = 0; i < k; i++)
+        if (!block[i])
+            return NULL;
+    return env;
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *output = NULL;
@@ -227,7 +294,7 @@ int cmd_record(int argc, char **argv)
     }
     /* Fail early and clearly when the trace cannot be written. */
     char probe[PATH_MAX];
-    expand(probe, sizeof probe, output ? output : "%e.%p.mtly", getpid(), prog[0]);
+    expand(probe, sizeof probe, output ? output : MTL_TRACE_PATTERN, getpid(), prog[0]);
     char *dir = strdup(probe);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
@@ -238,7 +305,7 @@ int cmd_record(int argc, char **argv)
     }
     free(dir);
 
-    const char *pattern = output ? output : "%e.%p.mtly";
+    const char *pattern = output ? output : MTL_TRACE_PATTERN;
     int sync_pipe[2];
     if (pipe2(sync_pipe, O_CLOEXEC) < 0) {
         cli_error("record: pipe: %s", strerror(errno));
@@ -250,38 +317,15 @@ int cmd_record(int argc, char **argv)
         return 1;
     }
     if (child == 0) {
-        char buf[PATH_MAX + 64], pidbuf[32], depthbuf[32];
         close(sync_pipe[0]);
-        expand(buf, sizeof buf, pattern, getpid(), prog[0]);
-        snprintf(pidbuf, sizeof pidbuf, "%d", (int)getpid());
-        snprintf(depthbuf, sizeof depthbuf, "%ld", depth);
-        setenv("MEMTALLY_OUTPUT", buf, 1);
-        setenv("MEMTALLY_OUTPUT_PID", pidbuf, 1);
-        setenv("MEMTALLY_PATTERN", pattern, 1);
-        setenv("MEMTALLY_DEPTH", depthbuf, 1);
-        if (follow_fork)
-            setenv("MEMTALLY_FOLLOW_FORK", "1", 1);
-        if (idle)
-            setenv("MEMTALLY_IDLE", "1", 1);
-        if (sample) {
-            char rate[32];
-            snprintf(rate, sizeof rate, "%llu", (unsigned long long)sample);
-            setenv("MEMTALLY_SAMPLE_RATE", rate, 1);
-        }
-        if (follow_exec)
-            setenv("MEMTALLY_FOLLOW_EXEC", "1", 1);
-        const char *old = getenv("LD_PRELOAD");
-        if (old && *old) {
-            size_t n = strlen(lib) + strlen(old) + 2;
-            char *both = malloc(n);
-            if (both) {
-                snprintf(both, n, "%s:%s", lib, old);
-                setenv("LD_PRELOAD", both, 1);
-            }
-        } else {
-            setenv("LD_PRELOAD", lib, 1);
-        }
-        execvp(prog[0], prog);
+        struct record_env re = { .pattern = pattern, .lib = lib, .depth = depth,
+                                 .sample = sample, .idle = idle,
+                                 .follow_fork = follow_fork, .follow_exec = follow_exec };
+        char **env = child_environment(&re, prog[0]);
+        if (env)
+            execvpe(prog[0], prog, env);
+        else
+            errno = ENOMEM;
         int e = errno;
         /* Tell the parent why, so that it can say so and exit like a shell. */
         if (write(sync_pipe[1], &e, sizeof e) < 0) {

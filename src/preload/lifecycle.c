@@ -17,7 +17,10 @@
  * of the library) asked for it; a program that merely links libmemtally
  * records only once it calls mtl_start (api.c).
  *
- * Environment (set by `memtally record`):
+ * Options: from the block `memtally record` appends to the environment
+ * (common/recenv.h has the names; environ.c reads them and takes them out
+ * again), or, for a plain LD_PRELOAD of the library, from the same names
+ * in the environment itself:
  *   MEMTALLY_OUTPUT, MEMTALLY_OUTPUT_PID  exact path for that one process
  *   MEMTALLY_PATTERN   path for the others, %p pid, %e program (default
  *                      %e.%p.mtly)
@@ -26,6 +29,7 @@
  *   MEMTALLY_SEED      the sampler's random seed (tests)
  *   MEMTALLY_IDLE      "1": start paused, until `memtally ctl PID start`
  *   MEMTALLY_FOLLOW_FORK, MEMTALLY_FOLLOW_EXEC  "1" to follow
+ * and from the environment always:
  *   MEMTALLY_DISABLE   "1": the library stays loaded but records nothing
  */
 #include "preload/preload.h"
@@ -36,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/recenv.h"
 #include "preload/control.h"
 #include "trace/format.h"
 
@@ -44,10 +49,11 @@ struct mtl__preload mtl__pl = { .fd = -1 };
 static int inited;
 static int late_done;
 static int requested;   /* the environment asked for recording */
+static int from_record; /* by memtally record's block (common/recenv.h) */
 
 static long env_long(const char *name, long def)
 {
-    const char *s = getenv(name);
+    const char *s = mtl__env_get(name);
     if (!s || !*s)
         return def;
     char *end;
@@ -58,28 +64,28 @@ static long env_long(const char *name, long def)
 static void read_options(void)
 {
     struct mtl__options *o = &mtl__pl.opt;
-    const char *out = getenv("MEMTALLY_OUTPUT");
-    long out_pid = env_long("MEMTALLY_OUTPUT_PID", -1);
-    const char *pattern = getenv("MEMTALLY_PATTERN");
+    const char *out = mtl__env_get(MTL_ENV_OUTPUT);
+    long out_pid = env_long(MTL_ENV_OUTPUT_PID, -1);
+    const char *pattern = mtl__env_get(MTL_ENV_PATTERN);
     if (out && *out && out_pid == (long)getpid())
         mtl__fmt(o->output, sizeof o->output, "%s", out);
     mtl__fmt(o->pattern, sizeof o->pattern, "%s",
-             pattern && *pattern ? pattern : "%e.%p.mtly");
-    long depth = env_long("MEMTALLY_DEPTH", MTL_DEFAULT_DEPTH);
+             pattern && *pattern ? pattern : MTL_TRACE_PATTERN);
+    long depth = env_long(MTL_ENV_DEPTH, MTL_DEFAULT_DEPTH);
     o->depth = (uint32_t)(depth < 1 ? 1 : depth > MTL_MAX_DEPTH ? MTL_MAX_DEPTH : depth);
-    o->follow_fork = env_long("MEMTALLY_FOLLOW_FORK", 0) == 1;
-    o->follow_exec = env_long("MEMTALLY_FOLLOW_EXEC", 0) == 1;
-    o->idle = env_long("MEMTALLY_IDLE", 0) == 1;
-    long rate = env_long("MEMTALLY_SAMPLE_RATE", 0);
+    o->follow_fork = env_long(MTL_ENV_FOLLOW_FORK, 0) == 1;
+    o->follow_exec = env_long(MTL_ENV_FOLLOW_EXEC, 0) == 1;
+    o->idle = env_long(MTL_ENV_IDLE, 0) == 1;
+    long rate = env_long(MTL_ENV_SAMPLE_RATE, 0);
     o->sample_rate = rate > 0 ? (uint64_t)rate : 0;
-    long seed = env_long("MEMTALLY_SEED", 0);
+    long seed = env_long(MTL_ENV_SEED, 0);
     o->seed = seed > 0 ? (uint64_t)seed : 0;
 }
 
 /* Whether our library is in LD_PRELOAD: a plain preload records too. */
 static int preloaded(void)
 {
-    const char *v = getenv("LD_PRELOAD");
+    const char *v = getenv(MTL_ENV_PRELOAD);
     return v && strstr(v, "libmemtally.so") != NULL;
 }
 
@@ -91,10 +97,12 @@ void mtl__init(void)
     struct mtl__tls *tls = &mtl__tls;
     tls->in_hook++;
     int saved = errno;
-    if (env_long("MEMTALLY_DISABLE", 0) == 1)
+    const char *disable = getenv("MEMTALLY_DISABLE");
+    if (disable && !strcmp(disable, "1"))
         goto out;
     mtl__pl.start_ns = mtl__monotonic_ns();
     mtl__pl.pid = getpid();
+    from_record = mtl__env_find();
     read_options();
     if (mtl__events_init() < 0 || mtl__stacks_init() < 0 ||
         mtl__modules_init() < 0) {
@@ -102,7 +110,8 @@ void mtl__init(void)
         goto out;
     }
     mtl__pl.ready = 1;
-    requested = getenv("MEMTALLY_PATTERN") || getenv("MEMTALLY_OUTPUT") || preloaded();
+    requested = from_record || getenv(MTL_ENV_PATTERN) || getenv(MTL_ENV_OUTPUT) ||
+                preloaded();
     if (!requested)
         goto out;
     /* The writer thread starts in our constructor: threads are best not
@@ -286,8 +295,24 @@ static void remove_self_from_ld_preload(void)
         unsetenv("LD_PRELOAD");
 }
 
+/* Programs this one starts run without memtally unless it follows exec:
+ * memtally record's block goes (every trace of it, environ.c); the
+ * variables of a plain LD_PRELOAD are unset.  Following exec, the block
+ * stays after the program's own entries, so that every child inherits
+ * it, however started (system() and popen() cannot be hooked). */
 static void tidy_environment(void)
 {
+    if (from_record) {
+        if (!mtl__pl.opt.follow_exec) {
+            mtl__env_hide();
+            return;
+        }
+        /* This process's own path: the image after an exec (same pid)
+         * takes a new one, from the pattern. */
+        mtl__env_drop(MTL_ENV_OUTPUT);
+        mtl__env_drop(MTL_ENV_OUTPUT_PID);
+        return;
+    }
     unsetenv("MEMTALLY_OUTPUT");
     unsetenv("MEMTALLY_OUTPUT_PID");
     if (mtl__pl.opt.follow_exec)

@@ -231,8 +231,23 @@ int mtl__sampled_take(uint64_t ptr) MTL_HIDDEN;  /* 1: it was sampled */
 void mtl__sampled_clear(void) MTL_HIDDEN;
 void mtl__sampled_atfork(int phase) MTL_HIDDEN;
 
+/* environ.c: the options memtally record put in the environment
+ * (common/recenv.h).  find: at start-up, 1 when there are some; get: one of
+ * them (without a block: getenv); hide: takes them out of the program's
+ * sight, from our constructor. */
+int mtl__env_find(void) MTL_HIDDEN;
+const char *mtl__env_get(const char *name) MTL_HIDDEN;
+void mtl__env_hide(void) MTL_HIDDEN;
+void mtl__env_drop(const char *name) MTL_HIDDEN; /* one entry of the block */
+
 /* hooks.c */
 void mtl__hooks_first_use(void) MTL_HIDDEN;
+/* For hooks elsewhere, as malloc and free do it: whether to record an
+ * allocation of size (the caller then sets in_hook around its call and
+ * reports the block); the block p came out; p is about to be freed. */
+int mtl__hook_wanted(size_t size) MTL_HIDDEN;
+void mtl__hook_allocated(void *p, size_t size) MTL_HIDDEN;
+void mtl__hook_freeing(void *p) MTL_HIDDEN;
 
 /* lifecycle.c */
 void mtl__init(void) MTL_HIDDEN;       /* first hook call or constructor */

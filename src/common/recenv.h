@@ -1,0 +1,88 @@
+/*
+ * recenv.h: how `memtally record` hands its options to the recorder inside
+ * the program, written once for both sides (src/cli/cmd_record.c writes,
+ * src/preload/environ.c reads).
+ *
+ * The options travel as environment entries appended after all of the
+ * program's own, in one block that starts with a marker counting them:
+ *
+ *     ...the program's environment, unchanged...
+ *     MEMTALLY_RECORD=6
+ *     MEMTALLY_OUTPUT=/tmp/prog.123.mtly
+ *     ...
+ *     LD_PRELOAD=/usr/lib/memtally/libmemtally.so:/the/user's/own.so
+ *
+ * ld.so takes the last LD_PRELOAD it sees, so the user's own entry stays
+ * where it was, untouched.  The recorder reads the block, then takes it
+ * out of the environment (and out of /proc/self/environ) before main: the
+ * program sees exactly the environment it would have had without us.
+ * Nothing here allocates: the recorder reads it inside malloc.
+ */
+#ifndef MTL_COMMON_RECENV_H
+#define MTL_COMMON_RECENV_H
+
+#include <stddef.h>
+#include <string.h>
+
+#define MTL_ENV_MARKER      "MEMTALLY_RECORD"     /* =N, the block's entries */
+#define MTL_ENV_OUTPUT      "MEMTALLY_OUTPUT"     /* the trace of this process */
+#define MTL_ENV_OUTPUT_PID  "MEMTALLY_OUTPUT_PID" /* ...if its pid is this */
+#define MTL_ENV_PATTERN     "MEMTALLY_PATTERN"    /* the traces of the others */
+#define MTL_ENV_DEPTH       "MEMTALLY_DEPTH"
+#define MTL_ENV_SAMPLE_RATE "MEMTALLY_SAMPLE_RATE"
+#define MTL_ENV_SEED        "MEMTALLY_SEED"
+#define MTL_ENV_IDLE        "MEMTALLY_IDLE"
+#define MTL_ENV_FOLLOW_FORK "MEMTALLY_FOLLOW_FORK"
+#define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
+#define MTL_ENV_PRELOAD     "LD_PRELOAD"
+
+/* The default path of a trace: %e the program's name, %p its pid. */
+#define MTL_TRACE_PATTERN "%e.%p.mtly"
+
+/* Entries in a block at most: the marker, every name above once. */
+#define MTL_ENV_MAX_BLOCK 12
+
+/* If entry e is NAME=..., its value; else NULL. */
+static inline const char *mtl_env_value(const char *e, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(e, name, n) == 0 && e[n] == '=' ? e + n + 1 : NULL;
+}
+
+/* Where the block lies in env (NULL-terminated): its first entry's index,
+ * with its length in *n; -1 when there is none.  The last well-formed
+ * marker counts (a memtally run under another). */
+static inline long mtl_env_block(char *const *env, size_t *n)
+{
+    long at = -1;
+    size_t total = 0;
+    while (env && env[total])
+        total++;
+    for (size_t i = 0; i < total; i++) {
+        const char *v = mtl_env_value(env[i], MTL_ENV_MARKER);
+        if (!v || *v < '1' || *v > '9' || (v[1] && (v[1] < '0' || v[1] > '9' || v[2])))
+            continue;
+        size_t k = (size_t)(*v - '0');
+        if (v[1])
+            k = k * 10 + (size_t)(v[1] - '0');
+        if (k <= MTL_ENV_MAX_BLOCK && i + k <= total) {
+            at = (long)i;
+            *n = k;
+        }
+    }
+    return at;
+}
+
+/* The value of name in the block env[at .. at + n), or NULL. */
+static inline const char *mtl_env_block_get(char *const *env, long at, size_t n,
+                                            const char *name)
+{
+    for (size_t i = 0; at >= 0 && i < n; i++) {
+        const char *v = mtl_env_value(env[at + (long)i], name);
+        if (v)
+            return v;
+    }
+    return NULL;
+}
+
+#endif

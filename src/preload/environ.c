@@ -1,0 +1,159 @@
+/*
+ * environ.c: the options `memtally record` left in the environment, as a
+ * block after the program's own entries (common/recenv.h): read at the
+ * first hook call, then taken out by our constructor, before main, so
+ * that the program sees the environment it would have had without us:
+ * in environ (and so main's envp, getenv, the children it starts) and in
+ * /proc/self/environ.
+ *
+ * Taking the block out of environ moves the entries after it down in
+ * place, as unsetenv does; the array's slots past the new end are left
+ * NULL.  /proc/self/environ shows the bytes the kernel copied at exec, up
+ * to the end it keeps for the process; the block's strings are the last
+ * of them, so moving that end back to where they begin hides them
+ * (prctl PR_SET_MM_MAP, which needs no privilege).  Where that fails
+ * (a kernel without checkpoint/restore support, a seccomp filter), the
+ * block still shows there, and only there; we say nothing, as the
+ * program must not notice.
+ *
+ * Not done from the first hook call: that may come from inside setenv,
+ * which is counting environ's entries around its allocation.
+ */
+#include "preload/preload.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/recenv.h"
+
+extern char **environ;
+
+static long block_at = -1;
+static size_t block_n;
+
+int mtl__env_find(void)
+{
+    block_at = mtl_env_block(environ, &block_n);
+    return block_at >= 0;
+}
+
+const char *mtl__env_get(const char *name)
+{
+    if (block_at >= 0)
+        return mtl_env_block_get(environ, block_at, block_n, name);
+    return getenv(name);
+}
+
+/* The fields of /proc/self/stat, by their number in proc(5) (1 = pid);
+ * 0 when read, else -1. */
+#define STAT_FIELDS 52
+static int read_stat(uint64_t f[STAT_FIELDS + 1])
+{
+    char buf[4096];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    p++;
+    memset(f, 0, (STAT_FIELDS + 1) * sizeof *f);
+    for (int k = 3; k <= STAT_FIELDS && *p; k++) {
+        while (*p == ' ')
+            p++;
+        if (k == 3) { /* the state, a letter */
+            while (*p && *p != ' ')
+                p++;
+            continue;
+        }
+        char *end;
+        f[k] = strtoull(p, &end, 10);
+        if (end == p)
+            return -1;
+        p = end;
+    }
+    return 0;
+}
+
+/* Moves the end of the environment area the kernel shows back to from,
+ * when the strings from there to its end are exactly the block's. */
+static void hide_from_proc(char *const *block, size_t n, const char *from)
+{
+    uint64_t f[STAT_FIELDS + 1];
+    if (read_stat(f) < 0)
+        return;
+    uint64_t env_start = f[50], env_end = f[51], at = (uint64_t)(uintptr_t)from;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t s = (uint64_t)(uintptr_t)block[i];
+        if (s < at || s >= env_end)
+            return; /* not the kernel's copy (a setenv made it anew) */
+        bytes += strlen(block[i]) + 1;
+    }
+    if (at <= env_start || at + bytes != env_end)
+        return;
+    struct prctl_mm_map m = {
+        .start_code = f[26], .end_code = f[27], .start_data = f[45], .end_data = f[46],
+        .start_brk = f[47], .brk = (uint64_t)syscall(SYS_brk, 0), .start_stack = f[28],
+        .arg_start = f[48], .arg_end = f[49], .env_start = env_start, .env_end = at,
+        .auxv = NULL, .auxv_size = 0, .exe_fd = (uint32_t)-1,
+    };
+    prctl(PR_SET_MM, PR_SET_MM_MAP, &m, sizeof m, 0);
+}
+
+/* Takes environ[i] out, moving the entries after it down. */
+static void remove_entry(size_t i)
+{
+    for (; environ[i]; i++)
+        environ[i] = environ[i + 1];
+}
+
+void mtl__env_drop(const char *name)
+{
+    size_t n;
+    long at = mtl_env_block(environ, &n);
+    if (at < 0)
+        return;
+    for (size_t i = 1; i < n; i++) {
+        if (!mtl_env_value(environ[at + (long)i], name))
+            continue;
+        remove_entry((size_t)at + i);
+        /* The marker counts one fewer: its digits rewritten in place
+         * (never more of them than before). */
+        char *v = environ[at] + strlen(MTL_ENV_MARKER) + 1;
+        mtl__fmt(v, strlen(v) + 1, "%zu", n - 1);
+        return;
+    }
+}
+
+void mtl__env_hide(void)
+{
+    size_t n;
+    long at = mtl_env_block(environ, &n);
+    block_at = -1; /* mtl__env_get reads the environment from now on */
+    if (at < 0)
+        return;
+    char *block[MTL_ENV_MAX_BLOCK];
+    memcpy(block, environ + at, n * sizeof *block);
+    /* The block's strings in the order the kernel laid them out. */
+    const char *first = block[0];
+    for (size_t i = 1; i < n; i++)
+        if (block[i] < first)
+            first = block[i];
+    size_t i = (size_t)at;
+    for (; environ[i + n]; i++)
+        environ[i] = environ[i + n];
+    for (size_t k = 0; k < n; k++)
+        environ[i + k] = NULL;
+    hide_from_proc(block, n, first);
+}
