@@ -13,8 +13,11 @@ set -e
 # MiniDebugInfo and dwz files, and serve them with debuginfod.
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
       libdebuginfod-dev liblzma-dev libbz2-dev binutils xz-utils dwz debuginfod
-      zstd valgrind sqlite3 python3 jq libmicrohttpd-dev curl"
-# libmicrohttpd-dev: the viewer's HTTP server; curl: its API tests.
+      zstd valgrind sqlite3 python3 jq libmicrohttpd-dev curl libjemalloc2
+      libtcmalloc-minimal4"
+# libmicrohttpd-dev: the viewer's HTTP server; curl: its API tests;
+# libjemalloc2, libtcmalloc-minimal4: allocators with operators new and
+# delete of their own, which the recorder must see (test_exact_allocators).
 if [ "${1:-}" = browser ]; then
     pkgs="$pkgs chromium fonts-dejavu-core"
     # node and npm may come from elsewhere than Debian (nodesource): only

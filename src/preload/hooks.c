@@ -1,7 +1,8 @@
 /*
  * hooks.c: the entry points that LD_PRELOAD puts in front of the program's
  * allocator: the malloc family, and the few calls after which the trace
- * must catch up (dlclose, the exec family, _exit).
+ * must catch up (dlclose, the exec family, _exit).  C++'s operators are in
+ * newdelete.c.
  *
  * The real functions come from dlsym(RTLD_NEXT), so a program that brings
  * its own allocator (jemalloc, tcmalloc) keeps it.  dlsym itself may call
@@ -134,17 +135,25 @@ HOOK_INLINE int wanted(struct mtl__tls *tls, size_t size)
     return !mtl__pl.opt.sample_rate || mtl__sample_hit(tls, size);
 }
 
-HOOK_INLINE void note_alloc(struct mtl__tls *tls, void *p, size_t size)
+/* skip: frames of memtally between the hook and the program, besides the
+ * hook's own. */
+HOOK_INLINE void note_alloc_skip(struct mtl__tls *tls, void *p, size_t size, unsigned skip)
 {
     if (mtl__pl.opt.sample_rate && mtl__sampled_add((uint64_t)(uintptr_t)p) < 0)
         return;
     int saved = errno;
     struct mtl__tstate *ts = mtl__thread_state();
     if (ts) {
-        uint32_t stack = mtl__capture_stack(ts, 0);
+        uint32_t stack = mtl__capture_stack(ts, skip);
         mtl__record_alloc((uint64_t)(uintptr_t)p, size, stack);
     }
+    tls->last_alloc = p;
     errno = saved;
+}
+
+HOOK_INLINE void note_alloc(struct mtl__tls *tls, void *p, size_t size)
+{
+    note_alloc_skip(tls, p, size, 0);
 }
 
 EXPORT void *malloc(size_t size)
@@ -362,6 +371,34 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         note_alloc(tls, *out, size);
     tls->in_hook = 0;
     return rc;
+}
+
+/* --- for the hooks of other files (newdelete.c) ------------------------ */
+
+int mtl__hook_wanted(size_t size)
+{
+    ensure_resolved();
+    return wanted(&mtl__tls, size);
+}
+
+__attribute__((noinline)) void mtl__hook_allocated(void *p, size_t size)
+{
+    note_alloc_skip(&mtl__tls, p, size, 1); /* this function, then the hook */
+}
+
+void mtl__hook_freeing(void *p)
+{
+    ensure_resolved();
+    struct mtl__tls *tls = &mtl__tls;
+    if (!recording(tls) ||
+        (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p)))
+        return;
+    tls->in_hook = 1;
+    int saved = errno;
+    if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
+        mtl__record_free((uint64_t)(uintptr_t)p);
+    errno = saved;
+    tls->in_hook = 0;
 }
 
 /* --- calls after which the trace must catch up ------------------------- */

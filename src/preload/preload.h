@@ -89,6 +89,7 @@ struct mtl__tls {
     int sample_init;        /* sampled mode: sample_left was drawn */
     int64_t sample_left;    /* bytes to the next sample point */
     uint64_t rng;           /* the sampler's random state */
+    void *last_alloc;       /* the block malloc's hook recorded last */
 };
 
 extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;
