@@ -304,6 +304,19 @@ int cmd_record(int argc, char **argv)
         return 1;
     }
     free(dir);
+    /* The recorder refuses these too (without following the link); said
+     * here, before the program runs, and once. */
+    struct stat lst;
+    if (output && !strchr(output, '%') && lstat(probe, &lst) == 0) {
+        if (S_ISLNK(lst.st_mode)) {
+            cli_error("record: %s is a symbolic link; memtally does not write through one", probe);
+            return 1;
+        }
+        if (S_ISREG(lst.st_mode) && lst.st_uid != geteuid()) {
+            cli_error("record: %s belongs to another user; memtally does not replace it", probe);
+            return 1;
+        }
+    }
 
     const char *pattern = output ? output : MTL_TRACE_PATTERN;
     int sync_pipe[2];

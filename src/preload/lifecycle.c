@@ -34,6 +34,7 @@
  */
 #include "preload/preload.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -349,13 +350,47 @@ __attribute__((constructor)) static void memtally_constructor(void)
     mtl__tls.in_hook--;
 }
 
-__attribute__((destructor)) static void memtally_destructor(void)
+/* libstdc++'s emergency exception pool (72 KiB, malloc'd when it loads)
+ * is never freed: __gnu_cxx::__freeres frees it, as valgrind calls it at
+ * exit, so that it is not reported as a leak (docs/ANALYSIS.md, leaks). */
+static void free_cxx_pool(void)
 {
+    mtl__tls.in_hook++;
+    void (*freeres)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+    mtl__tls.in_hook--;
+    if (freeres)
+        freeres(); /* its free is the program's: recorded */
+}
+
+/* The end of a process that exits: after every destructor and exit
+ * handler, ours last. */
+static void finish_at_exit(void *unused)
+{
+    (void)unused;
     mtl__control_stop();
     if (!ours())
         return;
+    if (atomic_load(&mtl__pl.state) == MTL_RECORDING)
+        free_cxx_pool();
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
     atomic_store(&mtl__pl.state, MTL_FINISHED);
     mtl__tls.in_hook--;
+}
+
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+/* Objects whose destructors run after ours free blocks too.  exit() runs
+ * the handlers registered while it runs after the one running (the
+ * destructors run from such a handler), so registering one now puts our
+ * end after all of them.  Registered for no object (dso NULL): atexit
+ * would tie it to ours, whose own finalizer runs it at once. */
+__attribute__((destructor)) static void memtally_destructor(void)
+{
+    if (!ours()) {
+        mtl__control_stop();
+        return;
+    }
+    if (__cxa_atexit(finish_at_exit, NULL, NULL) != 0)
+        finish_at_exit(NULL);
 }

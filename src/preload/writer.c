@@ -255,7 +255,36 @@ void mtl__expand_pattern(char *out, size_t cap, const char *pattern)
     out[o] = '\0';
 }
 
-/* Opens path for a new trace: truncating it when clobber, else never
+/* Traces hold command lines and, soon, heap contents: the owner's only. */
+#define TRACE_MODE 0600
+
+/* Opens path to replace it: never through a symbolic link at its last
+ * component (one planted in a shared directory would aim us at another
+ * file), never a file of another user; a device or a pipe is written as it
+ * is.  A descriptor or a negative errno. */
+static int open_replacing(const char *path)
+{
+    /* Read and write: a dump copies what was written so far. */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, TRACE_MODE);
+    if (fd >= 0 || errno != EEXIST)
+        return fd < 0 ? -errno : fd;
+    fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = fstat(fd, &st) < 0 ? -errno : 0;
+    if (rc == 0 && S_ISREG(st.st_mode)) {
+        if (st.st_uid != geteuid())
+            rc = -EPERM;
+        else if (ftruncate(fd, 0) < 0)
+            rc = -errno;
+    }
+    if (rc < 0)
+        close(fd);
+    return rc < 0 ? rc : fd;
+}
+
+/* Opens path for a new trace: replacing it when clobber, else never
  * overwriting another trace (path.1, path.2, ...).  Sets opt.output to the
  * name used.  Returns a descriptor or a negative errno. */
 static int open_output(const char *path, int clobber)
@@ -264,9 +293,7 @@ static int open_output(const char *path, int clobber)
     mtl__fmt(base, sizeof base, "%s", path);
     if (clobber) {
         mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
-        /* Read and write: a dump copies what was written so far. */
-        int fd = open(base, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        return fd < 0 ? -errno : fd;
+        return open_replacing(base);
     }
     for (int i = 0; i < 1000; i++) {
         if (i == 0)
@@ -274,8 +301,9 @@ static int open_output(const char *path, int clobber)
         else
             mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s.%d",
                      base, i);
+        /* O_EXCL: a symbolic link is an existing name, never followed. */
         int fd = open(mtl__pl.opt.output,
-                      O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, TRACE_MODE);
         if (fd >= 0 || errno != EEXIST)
             return fd < 0 ? -errno : fd;
     }
@@ -286,8 +314,10 @@ static int start_file(const char *path, int clobber)
 {
     int fd = open_output(path, clobber);
     if (fd < 0) {
-        mtl__say("cannot create trace %s: %s; the program runs unprofiled", path,
-                 strerror(-fd));
+        const char *why = fd == -ELOOP ? "it is a symbolic link, which memtally does not follow"
+                          : fd == -EPERM ? "it belongs to another user"
+                          : strerror(-fd);
+        mtl__say("cannot create trace %s: %s; the program runs unprofiled", path, why);
         return fd;
     }
     /* A high descriptor number, out of the way of programs that expect
@@ -680,8 +710,8 @@ int mtl__writer_dump(const char *path)
         rc = -EINVAL;
         goto out;
     }
-    if ((out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
-        rc = -errno;
+    if ((out = open_replacing(path)) < 0) {
+        rc = out;
         goto out;
     }
     round_locked(0, 0);

@@ -10,4 +10,4 @@ same_run 0 "$TEST_PROGRAMS/exact_ctor_cxx"
 # 72704 (in every byte figure) is the size of the emergency pool of one
 # libstdc++, GCC 12's (Debian 12): a constant of that version, not of
 # memtally (tunable with GLIBCXX_TUNABLES since GCC 13).
-check trace.mtly 4 2 72908 72844 72768 1
+check trace.mtly 4 3 72908 72844 64 1
