@@ -53,4 +53,9 @@ const char *ctl_field(const struct ctl_field *f, size_t n, const char *key);
 /* Prints "memtally: " and the message, one line, on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* preloadable.c: why LD_PRELOAD cannot reach program (a static binary, a
+ * set-user-ID one...), or NULL when it can or cannot tell; file gets the
+ * path the program resolves to. */
+const char *cli_unpreloadable(const char *program, char *file, size_t cap);
+
 #endif

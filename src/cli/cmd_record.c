@@ -292,6 +292,12 @@ int cmd_record(int argc, char **argv)
                   "executable (set MEMTALLY_LIBRARY to its path)");
         return 1;
     }
+    char file[PATH_MAX];
+    const char *why = cli_unpreloadable(prog[0], file, sizeof file);
+    if (why) {
+        cli_error("record: %s %s; nothing would be recorded", file, why);
+        return 1;
+    }
     /* Fail early and clearly when the trace cannot be written. */
     char probe[PATH_MAX];
     expand(probe, sizeof probe, output ? output : MTL_TRACE_PATTERN, getpid(), prog[0]);

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Programs LD_PRELOAD cannot reach get a reason and a non-zero exit, not an
+# empty trace: a statically linked program, and one that gains privileges
+# at exec (set-user-ID to another user: the loader's secure mode).
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+
+cat >s.c <<'EOF_C'
+#include <stdlib.h>
+int main(void) { free(malloc(10)); return 0; }
+EOF_C
+if ${CC:-cc} -static -o static_prog s.c 2>/dev/null; then
+    "$MEMTALLY_BIN" record -q -o s.mtly -- ./static_prog 2>err.txt
+    expect_eq "exit status for a static program" 1 $?
+    grep -q "statically linked" err.txt || fail "no reason given: $(cat err.txt)"
+    [ $(wc -l <err.txt) = 1 ] || fail "not one line: $(cat err.txt)"
+    [ ! -e s.mtly ] || fail "a trace was written"
+    echo "ok: a static program: $(cat err.txt)"
+else
+    echo "no static libc to link with: that case not tried"
+fi
+
+# A dynamic one is recorded (the check does not refuse what it can reach).
+${CC:-cc} -o dyn_prog s.c || fail "cannot build a test program"
+"$MEMTALLY_BIN" record -q -o d.mtly -- ./dyn_prog || fail "a dynamic program was refused"
+expect_eq "the dynamic program's allocations" 1 "$(info_get d.mtly allocations)"
+
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+    cp dyn_prog suid_prog
+    chown nobody suid_prog
+    chmod 4755 suid_prog
+    "$MEMTALLY_BIN" record -q -o u.mtly -- "$PWD/suid_prog" 2>err.txt
+    expect_eq "exit status for a set-user-ID program" 1 $?
+    grep -q "set-user-ID" err.txt || fail "no reason given: $(cat err.txt)"
+    echo "ok: a set-user-ID program: $(cat err.txt)"
+fi
