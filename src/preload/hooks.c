@@ -156,6 +156,24 @@ HOOK_INLINE void note_alloc(struct mtl__tls *tls, void *p, size_t size)
     note_alloc_skip(tls, p, size, 0);
 }
 
+/* Whether to record the free of p: recording, and in sampled mode only if
+ * p may have been sampled (the filter rules out most others with one
+ * load). */
+HOOK_INLINE int free_wanted(struct mtl__tls *tls, void *p)
+{
+    return recording(tls) &&
+           (!mtl__pl.opt.sample_rate || mtl__sampled_maybe((uint64_t)(uintptr_t)p));
+}
+
+/* With in_hook set: records the free of p (in sampled mode, if p was). */
+HOOK_INLINE void note_free(void *p)
+{
+    int saved = errno;
+    if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
+        mtl__record_free((uint64_t)(uintptr_t)p);
+    errno = saved;
+}
+
 EXPORT void *malloc(size_t size)
 {
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
@@ -206,18 +224,12 @@ EXPORT void free(void *p)
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
         mtl__hooks_first_use();
     struct mtl__tls *tls = &mtl__tls;
-    /* Sampled mode records the frees of sampled blocks only, and the
-     * filter rules out most others with one load. */
-    if (!recording(tls) ||
-        (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p))) {
+    if (!free_wanted(tls, p)) {
         real.free(p);
         return;
     }
     tls->in_hook = 1;
-    int saved = errno;
-    if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
-        mtl__record_free((uint64_t)(uintptr_t)p);
-    errno = saved;
+    note_free(p);
     real.free(p);
     tls->in_hook = 0;
 }
@@ -390,14 +402,10 @@ void mtl__hook_freeing(void *p)
 {
     ensure_resolved();
     struct mtl__tls *tls = &mtl__tls;
-    if (!recording(tls) ||
-        (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p)))
+    if (!free_wanted(tls, p))
         return;
     tls->in_hook = 1;
-    int saved = errno;
-    if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
-        mtl__record_free((uint64_t)(uintptr_t)p);
-    errno = saved;
+    note_free(p);
     tls->in_hook = 0;
 }
 

@@ -264,6 +264,12 @@ void mtl__expand_pattern(char *out, size_t cap, const char *pattern)
  * is.  A descriptor or a negative errno. */
 static int open_replacing(const char *path)
 {
+    /* One of the process's own descriptors (mtl_profile_call's memfd): a
+     * link by nature, to nothing anyone could plant. */
+    if (!strncmp(path, "/proc/self/fd/", 14)) {
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+    }
     /* Read and write: a dump copies what was written so far. */
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, TRACE_MODE);
     if (fd >= 0 || errno != EEXIST)
