@@ -12,7 +12,9 @@
 #include "preload/preload.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -82,6 +84,46 @@ static void read_build_id(struct module *m, const struct dl_phdr_info *info)
     }
 }
 
+/* The path of the file mapped at addr, from /proc/self/maps, into out;
+ * 0, or -1 when none is. */
+static int mapped_path(uint64_t addr, char *out, size_t cap)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[8192];
+    size_t have = 0;
+    int found = -1;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = '\0';
+            char *end;
+            uint64_t lo = strtoull(line, &end, 16), hi = *end == '-' ? strtoull(end + 1, NULL, 16) : 0;
+            char *path = strchr(line, '/');
+            if (addr >= lo && addr < hi && path) {
+                mtl__fmt(out, cap, "%s", path);
+                found = 0;
+                break;
+            }
+            line = nl + 1;
+        }
+        if (found == 0)
+            break;
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)
+            have = 0; /* a line longer than the buffer: not one of ours */
+    }
+    close(fd);
+    return found;
+}
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
     char exe[4096];
@@ -93,6 +135,16 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         path = exe;
+    } else if (path[0] != '/') {
+        /* A dlopen of "./x.so": the name is relative to a working
+         * directory that may change; the kernel knows the file. */
+        for (int i = 0; i < info->dlpi_phnum; i++)
+            if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+                if (mapped_path(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr, exe,
+                                sizeof exe) == 0)
+                    path = exe;
+                break;
+            }
     }
     for (uint32_t i = 0; i < md.n; i++) {
         struct module *m = &md.mod[i];
@@ -204,14 +256,14 @@ static size_t module_record(uint8_t *out, size_t cap, uint32_t index,
     return (size_t)(p - out);
 }
 
-size_t mtl__modules_emit(uint8_t *out, size_t cap, int *more)
+size_t mtl__modules_emit(uint8_t *out, size_t cap, uint64_t unloads_before, int *more)
 {
     size_t used = 0;
     *more = 0;
     pthread_mutex_lock(&md.mu);
     for (uint32_t i = md.emit_next; i < md.n; i++) {
         struct module *m = &md.mod[i];
-        if (!m->emitted_load) {
+        if (!unloads_before && !m->emitted_load) {
             size_t n = module_record(out + used, cap - used, i, m);
             if (!n) {
                 *more = 1;
@@ -220,7 +272,8 @@ size_t mtl__modules_emit(uint8_t *out, size_t cap, int *more)
             used += n;
             m->emitted_load = 1;
         }
-        if (!m->loaded && !m->emitted_unload) {
+        if (unloads_before && m->emitted_load && !m->loaded && !m->emitted_unload &&
+            m->unload_ns < unloads_before) {
             if (cap - used < 1 + 2 * MTL_VARINT_MAX) {
                 *more = 1;
                 break;

@@ -180,7 +180,10 @@ void mtl__stacks_atfork(int phase) MTL_HIDDEN;
 int mtl__modules_init(void) MTL_HIDDEN;
 void mtl__modules_rescan(void) MTL_HIDDEN;       /* after dlopen/dlclose */
 int mtl__modules_changed(void) MTL_HIDDEN;       /* cheap check for the writer */
-size_t mtl__modules_emit(uint8_t *out, size_t cap, int *more) MTL_HIDDEN;
+/* Module records not yet written: with unloads_before 0 the loads, else
+ * the unloads that happened before that time (ns since start). */
+size_t mtl__modules_emit(uint8_t *out, size_t cap, uint64_t unloads_before,
+                         int *more) MTL_HIDDEN;
 void mtl__modules_rewind(void) MTL_HIDDEN;
 void mtl__modules_atfork(int phase) MTL_HIDDEN;
 

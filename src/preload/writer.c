@@ -550,17 +550,30 @@ static void merge_runs(uint64_t cutoff)
 
 /* --- rounds ------------------------------------------------------------ */
 
-static void write_definitions(void)
+static void write_modules(uint64_t unloads_before)
 {
     int more;
     size_t cap;
     do {
         reserve(STREAM_CAP / 2);
         uint8_t *p = main_room(&cap);
-        main_advance(mtl__modules_emit(p, cap, &more));
+        main_advance(mtl__modules_emit(p, cap, unloads_before, &more));
         if (more)
             flush_block();
     } while (more && !w.failed);
+}
+
+/* A reader names a stack node's module by the modules loaded when the
+ * node is defined: loads first, then the nodes, then the unloads, so that
+ * a library loaded, used and closed within one round (a dlopen loop) has
+ * its nodes defined while it is loaded.  Only unloads from before the
+ * nodes were taken: a node made before a later unload is in them. */
+static void write_definitions(void)
+{
+    int more;
+    size_t cap;
+    write_modules(0);
+    uint64_t nodes_taken = mtl__now_ns();
     do {
         reserve(STREAM_CAP / 2);
         uint8_t *p = main_room(&cap);
@@ -568,6 +581,7 @@ static void write_definitions(void)
         if (more)
             flush_block();
     } while (more && !w.failed);
+    write_modules(nodes_taken);
 }
 
 static void sample_rss(uint64_t t_ns)

@@ -1,7 +1,8 @@
 /* exact_dlopen: dlopen()s the library named by argv[1] (the test builds it
  * from exact_plugin.c.in and passes "./exact_plugin.so"), calls plugin_run
  * (3 allocations, 2 frees, 4888 bytes, returns a 3333-byte block), dlclose()s
- * it, then frees the returned block.
+ * it, then frees the returned block; with a second argument, that many
+ * times over (test_exact_dlopen_loop).
  *
  * dlopen and dlclose allocate inside glibc; the truth for those is valgrind's
  * count (glibc 2.36, valgrind --trace-malloc=yes, name "./exact_plugin.so"):
@@ -24,15 +25,18 @@ static void die(const char *s) { (void)!write(2, s, strlen(s)); _exit(1); }
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) die("usage: exact_dlopen LIBRARY\n");
-    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!h) die("dlopen failed\n");
-    void *(*run)(void) = (void *(*)(void))dlsym(h, "plugin_run");
-    if (!run) die("dlsym failed\n");
-    void *keep = run();
-    if (!keep) die("plugin_run failed\n");
-    if (dlclose(h)) die("dlclose failed\n");
-    free(keep);
+    if (argc != 2 && argc != 3) die("usage: exact_dlopen LIBRARY [TIMES]\n");
+    int times = argc == 3 ? atoi(argv[2]) : 1;
+    for (int i = 0; i < times; i++) {
+        void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+        if (!h) die("dlopen failed\n");
+        void *(*run)(void) = (void *(*)(void))dlsym(h, "plugin_run");
+        if (!run) die("dlsym failed\n");
+        void *keep = run();
+        if (!keep) die("plugin_run failed\n");
+        if (dlclose(h)) die("dlclose failed\n");
+        free(keep);
+    }
     (void)!write(1, "dlopen ok\n", 10);
     return 0;
 }
