@@ -36,6 +36,13 @@
 #define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
 #define MTL_ENV_PRELOAD     "LD_PRELOAD"
 
+/* Every name a block may hold, the marker first. */
+static const char *const mtl_env_names[] = {
+    MTL_ENV_MARKER, MTL_ENV_OUTPUT, MTL_ENV_OUTPUT_PID, MTL_ENV_PATTERN, MTL_ENV_DEPTH,
+    MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
+    MTL_ENV_FOLLOW_EXEC, MTL_ENV_PRELOAD,
+};
+
 /* The default path of a trace: %e the program's name, %p its pid. */
 #define MTL_TRACE_PATTERN "%e.%p.mtly"
 
@@ -73,11 +80,48 @@ static inline long mtl_env_block(char *const *env, size_t *n)
     return at;
 }
 
-/* The value of name in the block env[at .. at + n), or NULL. */
+/* Whether entry e is NAME=... for one of the block's names. */
+static inline int mtl_env_ours(const char *e)
+{
+    for (size_t i = 0; i < sizeof mtl_env_names / sizeof *mtl_env_names; i++)
+        if (mtl_env_value(e, mtl_env_names[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether env[at .. at + n) is the block as memtally record wrote it.  A
+ * shell that passes its variables on to a child (with --follow-exec) may
+ * reorder them: the block's entries are then found by name. */
+static inline int mtl_env_block_whole(char *const *env, long at, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!mtl_env_ours(env[at + (long)i]))
+            return 0;
+    return 1;
+}
+
+/* The index of the last entry NAME=... in env, or -1. */
+static inline long mtl_env_last(char *const *env, const char *name)
+{
+    long found = -1;
+    for (long i = 0; env && env[i]; i++)
+        if (mtl_env_value(env[i], name))
+            found = i;
+    return found;
+}
+
+/* The value of name in the block env[at .. at + n), or when the block is
+ * not whole, of its last entry in env; NULL when there is none. */
 static inline const char *mtl_env_block_get(char *const *env, long at, size_t n,
                                             const char *name)
 {
-    for (size_t i = 0; at >= 0 && i < n; i++) {
+    if (at < 0)
+        return NULL;
+    if (!mtl_env_block_whole(env, at, n)) {
+        long i = mtl_env_last(env, name);
+        return i >= 0 ? mtl_env_value(env[i], name) : NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
         const char *v = mtl_env_value(env[at + (long)i], name);
         if (v)
             return v;

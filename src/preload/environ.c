@@ -120,10 +120,16 @@ static void remove_entry(size_t i)
 
 void mtl__env_drop(const char *name)
 {
-    size_t n;
+    size_t n = 0;
     long at = mtl_env_block(environ, &n);
     if (at < 0)
         return;
+    if (!mtl_env_block_whole(environ, at, n)) {
+        long i = mtl_env_last(environ, name);
+        if (i >= 0)
+            remove_entry((size_t)i);
+        return;
+    }
     for (size_t i = 1; i < n; i++) {
         if (!mtl_env_value(environ[at + (long)i], name))
             continue;
@@ -138,12 +144,22 @@ void mtl__env_drop(const char *name)
 
 void mtl__env_hide(void)
 {
-    size_t n;
+    size_t n = 0;
     long at = mtl_env_block(environ, &n);
     block_at = -1; /* mtl__env_get reads the environment from now on */
     if (at < 0)
         return;
-    char *block[MTL_ENV_MAX_BLOCK];
+    if (!mtl_env_block_whole(environ, at, n)) {
+        /* Reordered by a shell: each of our names' last entry goes (the
+         * kernel's copy is not ours to trim then). */
+        for (size_t k = 0; k < sizeof mtl_env_names / sizeof *mtl_env_names; k++) {
+            long i = mtl_env_last(environ, mtl_env_names[k]);
+            if (i >= 0)
+                remove_entry((size_t)i);
+        }
+        return;
+    }
+    char *block[MTL_ENV_MAX_BLOCK] = { NULL };
     memcpy(block, environ + at, n * sizeof *block);
     /* The block's strings in the order the kernel laid them out. */
     const char *first = block[0];
