@@ -18,9 +18,13 @@
  *
  * Not done from the first hook call: that may come from inside setenv,
  * which is counting environ's entries around its allocation.
+ *
+ * With --follow-exec the block stays in environ; a child given an
+ * environment without it (env -i, execle) gets one appended at exec.
  */
 #include "preload/preload.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,4 +176,71 @@ void mtl__env_hide(void)
     for (size_t k = 0; k < n; k++)
         environ[i + k] = NULL;
     hide_from_proc(block, n, first);
+}
+
+/* --- --follow-exec: a child's environment ------------------------------ */
+
+#define EXEC_STRINGS 16384
+
+/* Appends "name=value" to the strings at *at (of end), returns it or NULL. */
+static char *put_entry(char **at, char *end, const char *name, const char *value)
+{
+    size_t n = mtl__fmt(*at, (size_t)(end - *at), "%s=%s", name, value);
+    if (*at + n + 1 > end)
+        return NULL;
+    char *e = *at;
+    *at += n + 1;
+    return e;
+}
+
+char *const *mtl__env_for_exec(char *const envp[], size_t *made_size)
+{
+    *made_size = 0;
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    size_t k;
+    if (!mtl__pl.opt.follow_exec || (envp && mtl_env_block(envp, &k) >= 0))
+        return envp;
+    Dl_info self;
+    if (!dladdr((void *)mtl__env_for_exec, &self) || !self.dli_fname)
+        return envp;
+    size_t size = (n + MTL_ENV_MAX_BLOCK + 1) * sizeof(char *) + EXEC_STRINGS;
+    char **env = mtl__pages_alloc(size);
+    if (!env)
+        return envp;
+    char *at = (char *)(env + n + MTL_ENV_MAX_BLOCK + 1), *end = (char *)env + size;
+    for (size_t i = 0; i < n; i++)
+        env[i] = envp[i];
+    char **block = env + n, num[32], preload[8192];
+    k = 1; /* the marker, once the block is counted */
+    block[k++] = put_entry(&at, end, MTL_ENV_PATTERN, mtl__pl.opt.pattern);
+    mtl__fmt(num, sizeof num, "%u", mtl__pl.opt.depth);
+    block[k++] = put_entry(&at, end, MTL_ENV_DEPTH, num);
+    block[k++] = put_entry(&at, end, MTL_ENV_FOLLOW_EXEC, "1");
+    if (mtl__pl.opt.follow_fork)
+        block[k++] = put_entry(&at, end, MTL_ENV_FOLLOW_FORK, "1");
+    if (mtl__pl.opt.sample_rate) {
+        mtl__fmt(num, sizeof num, "%llu", (unsigned long long)mtl__pl.opt.sample_rate);
+        block[k++] = put_entry(&at, end, MTL_ENV_SAMPLE_RATE, num);
+    }
+    if (mtl__pl.opt.seed) {
+        mtl__fmt(num, sizeof num, "%llu", (unsigned long long)mtl__pl.opt.seed);
+        block[k++] = put_entry(&at, end, MTL_ENV_SEED, num);
+    }
+    long old = envp ? mtl_env_last(envp, MTL_ENV_PRELOAD) : -1;
+    const char *theirs = old >= 0 ? mtl_env_value(envp[old], MTL_ENV_PRELOAD) : NULL;
+    mtl__fmt(preload, sizeof preload, "%s%s%s", self.dli_fname, theirs && *theirs ? ":" : "",
+             theirs && *theirs ? theirs : "");
+    block[k++] = put_entry(&at, end, MTL_ENV_PRELOAD, preload);
+    mtl__fmt(num, sizeof num, "%zu", k);
+    block[0] = put_entry(&at, end, MTL_ENV_MARKER, num);
+    block[k] = NULL;
+    for (size_t i = 0; i < k; i++)
+        if (!block[i]) { /* no room: the child goes unfollowed */
+            mtl__pages_free(env, size);
+            return envp;
+        }
+    *made_size = size;
+    return env;
 }

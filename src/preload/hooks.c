@@ -427,6 +427,22 @@ EXPORT int dlclose(void *handle)
     return rc;
 }
 
+/* The environment a child gets: with --follow-exec, one that keeps it
+ * followed (environ.c).  In a vfork child the pages it takes are the
+ * parent's too: they stay mapped there (only when the block had to be
+ * appended). */
+static char *const *exec_environment(char *const envp[], size_t *made)
+{
+    int st = atomic_load(&mtl__pl.state);
+    *made = 0;
+    if (st != MTL_RECORDING && st != MTL_PAUSED)
+        return envp;
+    mtl__tls.in_hook++;
+    char *const *env = mtl__env_for_exec(envp, made);
+    mtl__tls.in_hook--;
+    return env;
+}
+
 /* Before the process image is replaced: finish the trace; if exec fails,
  * recording goes on in a continuation of the same file. */
 extern void mtl__before_exec(void) MTL_HIDDEN;
@@ -435,10 +451,14 @@ extern void mtl__after_failed_exec(void) MTL_HIDDEN;
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     ensure_resolved();
+    size_t made;
+    char *const *env = exec_environment(envp, &made);
     mtl__before_exec();
-    int rc = real.execve(path, argv, envp);
+    int rc = real.execve(path, argv, env);
     int saved = errno;
     mtl__after_failed_exec();
+    if (made)
+        mtl__pages_free((void *)env, made);
     errno = saved;
     return rc;
 }
@@ -446,10 +466,14 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     ensure_resolved();
+    size_t made;
+    char *const *env = exec_environment(envp, &made);
     mtl__before_exec();
-    int rc = real.execvpe(file, argv, envp);
+    int rc = real.execvpe(file, argv, env);
     int saved = errno;
     mtl__after_failed_exec();
+    if (made)
+        mtl__pages_free((void *)env, made);
     errno = saved;
     return rc;
 }
@@ -457,10 +481,14 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     ensure_resolved();
+    size_t made;
+    char *const *env = exec_environment(envp, &made);
     mtl__before_exec();
-    int rc = real.fexecve(fd, argv, envp);
+    int rc = real.fexecve(fd, argv, env);
     int saved = errno;
     mtl__after_failed_exec();
+    if (made)
+        mtl__pages_free((void *)env, made);
     errno = saved;
     return rc;
 }

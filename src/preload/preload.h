@@ -243,6 +243,9 @@ int mtl__env_find(void) MTL_HIDDEN;
 const char *mtl__env_get(const char *name) MTL_HIDDEN;
 void mtl__env_hide(void) MTL_HIDDEN;
 void mtl__env_drop(const char *name) MTL_HIDDEN; /* one entry of the block */
+/* --follow-exec: envp with our block appended when it has none, in pages
+ * of *made_size bytes (0: envp itself) to free if exec fails. */
+char *const *mtl__env_for_exec(char *const envp[], size_t *made_size) MTL_HIDDEN;
 
 /* hooks.c */
 void mtl__hooks_first_use(void) MTL_HIDDEN;

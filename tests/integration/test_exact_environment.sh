@@ -49,3 +49,12 @@ mkdir follow
     fail "record --follow-exec failed"
 [ "$(ls follow/*.mtly | wc -l)" = 3 ] || fail "--follow-exec: $(ls follow) (want the shell and its two children)"
 echo "ok: --follow-exec records the children"
+
+# --follow-exec into a child given an environment of its own (env -i): the
+# block is appended at exec, and the child is followed still; without
+# --follow-exec it is not.
+mkdir clean clean2
+(cd clean && "$MEMTALLY_BIN" record -q --follow-exec -- env -i /bin/true) || fail "record --follow-exec env -i failed"
+expect_eq "traces of env -i /bin/true with --follow-exec" 2 "$(ls clean/*.mtly | wc -l)"
+(cd clean2 && "$MEMTALLY_BIN" record -q -- env -i /bin/true) || fail "record env -i failed"
+expect_eq "traces of env -i /bin/true without it" 1 "$(ls clean2/*.mtly | wc -l)"
