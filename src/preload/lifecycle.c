@@ -9,7 +9,7 @@
  * so that children run without memtally unless asked to follow exec.
  *
  * End: the destructor (exit from any thread), the _exit hook, a fatal
- * signal (with the default disposition) or exec write what is buffered
+ * signal (with the default disposition: signals.c) or exec write what is buffered
  * and the END record.  A process killed with SIGKILL leaves a trace that
  * reads back to its last whole block.
  *
@@ -217,53 +217,21 @@ void mtl__before_exit_now(void)
     atomic_store(&mtl__pl.state, MTL_FINISHED);
 }
 
-/* --- fatal signals ----------------------------------------------------- */
+/* --- fatal signals (signals.c installs the handlers) ------------------- */
 
-static const int fatal_signals[] = {
-    SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE,
-    SIGSEGV, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ,
-};
-
-static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+int mtl__recording_here(void)
 {
-    int saved = errno;
+    return ours();
+}
+
+void mtl__finish_on_signal(int sig)
+{
     if (ours()) {
         mtl__tls.in_hook++;
         mtl__writer_finish(MTL_END_SIGNAL, sig, 3000);
         atomic_store(&mtl__pl.state, MTL_FINISHED);
     }
     mtl__control_stop(); /* recording or not, the socket goes */
-    /* SA_RESETHAND restored the default action.  A fault raised by an
-     * instruction happens again on return; a sent signal is sent again
-     * and delivered when the handler returns. */
-    int fault = si && si->si_code > 0 &&
-                (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
-                 sig == SIGFPE || sig == SIGTRAP);
-    if (!fault)
-        raise(sig);
-    errno = saved;
-}
-
-void mtl__install_signal_handlers(void)
-{
-    static int done;
-    if (done)
-        return;
-    done = 1;
-    for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
-        struct sigaction old, sa;
-        if (sigaction(fatal_signals[i], NULL, &old) < 0)
-            continue;
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL)
-            continue; /* the program's (or ignored): leave it */
-        if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction != NULL)
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_fatal_signal;
-        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(fatal_signals[i], &sa, NULL);
-    }
 }
 
 /* --- environment ------------------------------------------------------- */

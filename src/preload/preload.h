@@ -258,7 +258,12 @@ void mtl__hook_freeing(void *p) MTL_HIDDEN;
 
 /* lifecycle.c */
 void mtl__init(void) MTL_HIDDEN;       /* first hook call or constructor */
+/* signals.c: the fatal-signal handlers, hidden from the program. */
 void mtl__install_signal_handlers(void) MTL_HIDDEN; /* once a trace begins */
+/* lifecycle.c, for signals.c: whether this process records (not a vfork
+ * child), and the trace's end when a fatal signal arrives. */
+int mtl__recording_here(void) MTL_HIDDEN;
+void mtl__finish_on_signal(int sig) MTL_HIDDEN;
 
 /* api.c: begins a trace at path (NULL: the one configured at start-up),
  * resetting the clock and the threads' state; the caller sets the state.
