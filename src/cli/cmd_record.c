@@ -23,6 +23,7 @@
 #include "analyze/filter.h"
 #include "common/recenv.h"
 #include "cli/analysis.h"
+#include "cli/record_ring.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
 
@@ -154,6 +155,7 @@ struct record_env {
     long depth;
     uint64_t sample;
     int idle, follow_fork, follow_exec;
+    int ring_fd;            /* the ring's descriptor (common/ring.h), or -1 */
 };
 
 /* "NAME=value" in a string of its own; NULL when out of memory. */
@@ -197,6 +199,10 @@ static char **child_environment(const struct record_env *re, const char *program
         block[k++] = entry(MTL_ENV_FOLLOW_FORK, "1");
     if (re->follow_exec)
         block[k++] = entry(MTL_ENV_FOLLOW_EXEC, "1");
+    if (re->ring_fd >= 0) {
+        snprintf(num, sizeof num, "%d", re->ring_fd);
+        block[k++] = entry(MTL_ENV_RING, num);
+    }
     /* Last: ld.so takes the last LD_PRELOAD; the user's stays in place. */
     const char *old = getenv(MTL_ENV_PRELOAD);
     char *preload = NULL;
@@ -330,6 +336,10 @@ int cmd_record(int argc, char **argv)
         cli_error("record: pipe: %s", strerror(errno));
         return 1;
     }
+    /* The trace comes back through shared memory and is written here
+     * (record_ring.c); without it, the recorder writes the file itself. */
+    struct record_ring ring;
+    int have_ring = record_ring_create(&ring) == 0;
     child = fork();
     if (child < 0) {
         cli_error("record: fork: %s", strerror(errno));
@@ -339,7 +349,8 @@ int cmd_record(int argc, char **argv)
         close(sync_pipe[0]);
         struct record_env re = { .pattern = pattern, .lib = lib, .depth = depth,
                                  .sample = sample, .idle = idle,
-                                 .follow_fork = follow_fork, .follow_exec = follow_exec };
+                                 .follow_fork = follow_fork, .follow_exec = follow_exec,
+                                 .ring_fd = have_ring ? ring.memfd : -1 };
         char **env = child_environment(&re, prog[0]);
         if (env)
             execvpe(prog[0], prog, env);
@@ -352,6 +363,11 @@ int cmd_record(int argc, char **argv)
         _exit(e == ENOENT ? 127 : 126);
     }
     close(sync_pipe[1]);
+    char trace[PATH_MAX + 64];
+    expand(trace, sizeof trace, pattern, child, prog[0]);
+    int ring_ok = 1;
+    if (have_ring && record_ring_start(&ring, trace) < 0)
+        ring_ok = 0;
 
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
@@ -371,6 +387,8 @@ int cmd_record(int argc, char **argv)
             return 1;
         }
     }
+    if (have_ring && record_ring_finish(&ring) < 0)
+        ring_ok = 0;
     int exec_errno = 0;
     ssize_t got = read(sync_pipe[0], &exec_errno, sizeof exec_errno);
     close(sync_pipe[0]);
@@ -379,8 +397,12 @@ int cmd_record(int argc, char **argv)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
     }
 
-    char trace[PATH_MAX + 64];
-    expand(trace, sizeof trace, pattern, child, prog[0]);
+    if (!ring_ok) {
+        /* Said already; the program's own failure, if any, comes first. */
+        if (WIFEXITED(status) && WEXITSTATUS(status))
+            return WEXITSTATUS(status);
+        return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    }
     if (!quiet) {
         struct stat st;
         if (stat(trace, &st) == 0)

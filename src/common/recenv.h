@@ -35,19 +35,22 @@
 #define MTL_ENV_FOLLOW_FORK "MEMTALLY_FOLLOW_FORK"
 #define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
 #define MTL_ENV_PRELOAD     "LD_PRELOAD"
+#define MTL_ENV_RING        "MEMTALLY_RING"       /* descriptor of the ring
+                                                     (common/ring.h) for the
+                                                     process of OUTPUT_PID */
 
 /* Every name a block may hold, the marker first. */
 static const char *const mtl_env_names[] = {
     MTL_ENV_MARKER, MTL_ENV_OUTPUT, MTL_ENV_OUTPUT_PID, MTL_ENV_PATTERN, MTL_ENV_DEPTH,
     MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
-    MTL_ENV_FOLLOW_EXEC, MTL_ENV_PRELOAD,
+    MTL_ENV_FOLLOW_EXEC, MTL_ENV_RING, MTL_ENV_PRELOAD,
 };
 
 /* The default path of a trace: %e the program's name, %p its pid. */
 #define MTL_TRACE_PATTERN "%e.%p.mtly"
 
 /* Entries in a block at most: the marker, every name above once. */
-#define MTL_ENV_MAX_BLOCK 12
+#define MTL_ENV_MAX_BLOCK 13
 
 /* If entry e is NAME=..., its value; else NULL. */
 static inline const char *mtl_env_value(const char *e, const char *name)

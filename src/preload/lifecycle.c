@@ -39,9 +39,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/recenv.h"
+#include "common/ring.h"
 #include "preload/control.h"
 #include "trace/format.h"
 
@@ -83,6 +85,25 @@ static void read_options(void)
     o->seed = seed > 0 ? (uint64_t)seed : 0;
 }
 
+/* The ring memtally record made for this process (common/ring.h): mapped,
+ * and its descriptor closed at once, so that the program never has it. */
+static void take_ring(void)
+{
+    long fd = env_long(MTL_ENV_RING, -1);
+    if (fd < 0 || env_long(MTL_ENV_OUTPUT_PID, -1) != (long)getpid())
+        return;
+    void *p = mmap(NULL, MTL_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+    close((int)fd);
+    if (p == MAP_FAILED)
+        return;
+    struct mtl_ring *r = p;
+    if (r->magic != MTL_RING_MAGIC || atomic_exchange(&r->attached, 1)) {
+        munmap(p, MTL_RING_SIZE);
+        return;
+    }
+    mtl__pl.ring = r;
+}
+
 /* Whether our library is in LD_PRELOAD: a plain preload records too. */
 static int preloaded(void)
 {
@@ -105,6 +126,8 @@ void mtl__init(void)
     mtl__pl.pid = getpid();
     from_record = mtl__env_find();
     read_options();
+    if (from_record)
+        take_ring();
     if (mtl__events_init() < 0 || mtl__stacks_init() < 0 ||
         mtl__modules_init() < 0) {
         mtl__say("cannot set up recording (out of memory); the program runs unprofiled");
@@ -280,6 +303,7 @@ static void tidy_environment(void)
          * takes a new one, from the pattern. */
         mtl__env_drop(MTL_ENV_OUTPUT);
         mtl__env_drop(MTL_ENV_OUTPUT_PID);
+        mtl__env_drop(MTL_ENV_RING);
         return;
     }
     unsetenv("MEMTALLY_OUTPUT");

@@ -120,6 +120,8 @@ struct mtl__preload {
     uint64_t start_ns;          /* CLOCK_MONOTONIC at start */
     int pid;
     int fd;                     /* the trace, or -1 */
+    struct mtl_ring *ring;      /* memtally record's ring, until a trace
+                                   takes it (writer.c) */
     atomic_uint next_thread;    /* next thread index */
 };
 extern struct mtl__preload mtl__pl MTL_HIDDEN;

@@ -35,6 +35,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "common/ring.h"
+#include "common/tracefile.h"
 #include "common/varint.h"
 #include "trace/format.h"
 
@@ -79,12 +81,48 @@ static struct {
     uint64_t block_seq;        /* the next block's number in the file */
     struct mtl__counts counts;
     int failed;                /* a write failed: recording stopped */
+    struct mtl_ring *ring;     /* the trace goes to memtally record through it */
 } w = {
     .wmu = PTHREAD_MUTEX_INITIALIZER,
     .wake_mu = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .finish_reason = -1,
 };
+
+/* --- where the bytes go ------------------------------------------------ */
+
+/* A trace is open: a file, or memtally record's ring. */
+static int trace_open(void)
+{
+    return mtl__pl.fd >= 0 || w.ring;
+}
+
+/* Into the ring: waits while it is full and memtally record is there to
+ * empty it (its heartbeat fresh); 0, or -EPIPE when it is gone. */
+static int ring_write(const void *p, size_t n)
+{
+    for (;;) {
+        if (atomic_load(&w.ring->gone))
+            return -EPIPE;
+        if (mtl_ring_room(w.ring, n)) {
+            mtl_ring_put(w.ring, p, n);
+            return 0;
+        }
+        uint64_t beat = atomic_load(&w.ring->beat);
+        if (beat && mtl__monotonic_ns() - beat > 10ull * 1000000000ull) {
+            atomic_store(&w.ring->gone, 1);
+            return -EPIPE;
+        }
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* Bytes of the trace, to where it goes; 0 or a negative errno. */
+static int sink_write(const void *p, size_t n)
+{
+    return w.ring ? ring_write(p, n) : mtl__write_all(mtl__pl.fd, p, n);
+}
 
 /* --- blocks ------------------------------------------------------------ */
 
@@ -112,7 +150,7 @@ static void flush_block(void)
         return;
     }
     struct stat st;
-    if (fstat(mtl__pl.fd, &st) < 0 || st.st_dev != w.dev || st.st_ino != w.ino) {
+    if (!w.ring && (fstat(mtl__pl.fd, &st) < 0 || st.st_dev != w.dev || st.st_ino != w.ino)) {
         mtl__say("the program closed the trace file's descriptor; recording stopped");
         w.failed = 1;
         return;
@@ -121,11 +159,13 @@ static void flush_block(void)
     mtl__put_u32le(w.out + 4, (uint32_t)c);
     mtl__put_u32le(w.out + 8, (uint32_t)raw);
     mtl__put_u32le(w.out + 12, mtl__block_check((uint32_t)c, (uint32_t)raw, w.block_seq));
-    int rc = mtl__write_all(mtl__pl.fd, w.out, MTL_BLOCK_HEADER_SIZE + c);
+    int rc = sink_write(w.out, MTL_BLOCK_HEADER_SIZE + c);
     w.block_seq++;
     if (rc < 0) {
-        mtl__say("cannot write %s: %s; recording stopped", mtl__pl.opt.output,
-                 strerror(-rc));
+        /* memtally record says why, for the ring: it writes the file. */
+        if (!w.ring)
+            mtl__say("cannot write %s: %s; recording stopped", mtl__pl.opt.output,
+                     strerror(-rc));
         w.failed = 1;
     }
 }
@@ -255,41 +295,6 @@ void mtl__expand_pattern(char *out, size_t cap, const char *pattern)
     out[o] = '\0';
 }
 
-/* Traces hold command lines and, soon, heap contents: the owner's only. */
-#define TRACE_MODE 0600
-
-/* Opens path to replace it: never through a symbolic link at its last
- * component (one planted in a shared directory would aim us at another
- * file), never a file of another user; a device or a pipe is written as it
- * is.  A descriptor or a negative errno. */
-static int open_replacing(const char *path)
-{
-    /* One of the process's own descriptors (mtl_profile_call's memfd): a
-     * link by nature, to nothing anyone could plant. */
-    if (!strncmp(path, "/proc/self/fd/", 14)) {
-        int fd = open(path, O_RDWR | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
-    }
-    /* Read and write: a dump copies what was written so far. */
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, TRACE_MODE);
-    if (fd >= 0 || errno != EEXIST)
-        return fd < 0 ? -errno : fd;
-    fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    int rc = fstat(fd, &st) < 0 ? -errno : 0;
-    if (rc == 0 && S_ISREG(st.st_mode)) {
-        if (st.st_uid != geteuid())
-            rc = -EPERM;
-        else if (ftruncate(fd, 0) < 0)
-            rc = -errno;
-    }
-    if (rc < 0)
-        close(fd);
-    return rc < 0 ? rc : fd;
-}
-
 /* Opens path for a new trace: replacing it when clobber, else never
  * overwriting another trace (path.1, path.2, ...).  Sets opt.output to the
  * name used.  Returns a descriptor or a negative errno. */
@@ -299,7 +304,7 @@ static int open_output(const char *path, int clobber)
     mtl__fmt(base, sizeof base, "%s", path);
     if (clobber) {
         mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
-        return open_replacing(base);
+        return mtl_trace_create(base);
     }
     for (int i = 0; i < 1000; i++) {
         if (i == 0)
@@ -307,23 +312,29 @@ static int open_output(const char *path, int clobber)
         else
             mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s.%d",
                      base, i);
-        /* O_EXCL: a symbolic link is an existing name, never followed. */
-        int fd = open(mtl__pl.opt.output,
-                      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, TRACE_MODE);
-        if (fd >= 0 || errno != EEXIST)
-            return fd < 0 ? -errno : fd;
+        /* A symbolic link is an existing name, never followed. */
+        int fd = mtl_trace_create_new(mtl__pl.opt.output);
+        if (fd != -EEXIST)
+            return fd;
     }
     return -EEXIST;
 }
 
-static int start_file(const char *path, int clobber)
+/* Where a new trace goes: memtally record's ring for the trace it asked
+ * for (a process's first: the one at the path it chose, which it has
+ * created and writes), else a file of our own. */
+static int open_sink(const char *path, int clobber)
 {
+    if (mtl__pl.ring) {
+        w.ring = mtl__pl.ring;
+        mtl__pl.ring = NULL; /* once */
+        mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", path);
+        return 0;
+    }
     int fd = open_output(path, clobber);
     if (fd < 0) {
-        const char *why = fd == -ELOOP ? "it is a symbolic link, which memtally does not follow"
-                          : fd == -EPERM ? "it belongs to another user"
-                          : strerror(-fd);
-        mtl__say("cannot create trace %s: %s; the program runs unprofiled", path, why);
+        mtl__say("cannot create trace %s: %s; the program runs unprofiled", path,
+                 mtl_trace_create_error(fd));
         return fd;
     }
     /* A high descriptor number, out of the way of programs that expect
@@ -339,10 +350,18 @@ static int start_file(const char *path, int clobber)
         w.ino = st.st_ino;
     }
     mtl__pl.fd = fd;
+    return 0;
+}
+
+static int start_file(const char *path, int clobber)
+{
+    int rc = open_sink(path, clobber);
+    if (rc < 0)
+        return rc;
     uint8_t hdr[MTL_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, MTL_FILE_MAGIC, 8);
     mtl__put_u32le(hdr + 8, MTL_FORMAT_VERSION);
-    if (mtl__write_all(fd, hdr, sizeof hdr) < 0)
+    if (sink_write(hdr, sizeof hdr) < 0)
         return -1;
     memset(w.used, 0, sizeof w.used);
     w.total = 0;
@@ -358,6 +377,18 @@ static int start_file(const char *path, int clobber)
     write_header_record();
     flush_block();
     return w.failed ? -EIO : 0;
+}
+
+/* The trace is over: its file closed, or the ring told. */
+static void close_sink(void)
+{
+    if (w.ring) {
+        atomic_store(&w.ring->ended, 1);
+        w.ring = NULL;
+    }
+    if (mtl__pl.fd >= 0)
+        close(mtl__pl.fd);
+    mtl__pl.fd = -1;
 }
 
 /* The buffers and the compressor, once per process. */
@@ -401,8 +432,7 @@ int mtl__writer_begin(const char *path, int clobber, int start_thread)
     if (rc < 0)
         return rc;
     if (start_thread && mtl__writer_start() < 0) {
-        close(mtl__pl.fd);
-        mtl__pl.fd = -1;
+        close_sink();
         return -EAGAIN;
     }
     return 0;
@@ -724,23 +754,37 @@ void mtl__writer_counts(struct mtl__counts *c)
 
 int mtl__writer_dump(const char *path)
 {
-    int rc = 0, out = -1;
+    int rc = 0, out = -1, src = -1;
     pthread_mutex_lock(&w.wmu);
-    if (atomic_load(&w.done) || mtl__pl.fd < 0) {
+    if (atomic_load(&w.done) || !trace_open()) {
         rc = -EINVAL;
         goto out;
     }
-    if ((out = open_replacing(path)) < 0) {
+    if ((out = mtl_trace_create(path)) < 0) {
         rc = out;
         goto out;
     }
     round_locked(0, 0);
     flush_block();
-    /* The trace so far, block for block... */
+    /* The trace so far: in the file, once memtally record has emptied the
+     * ring into it. */
+    src = mtl__pl.fd;
+    if (w.ring) {
+        for (int ms = 0; ms < 10000 && !atomic_load(&w.ring->gone) &&
+                         atomic_load(&w.ring->tail) != atomic_load(&w.ring->head); ms++) {
+            struct timespec one = { 0, 1000000 };
+            nanosleep(&one, NULL);
+        }
+        if ((src = open(mtl__pl.opt.output, O_RDONLY | O_CLOEXEC)) < 0) {
+            rc = -errno;
+            goto out;
+        }
+    }
+    /* ...block for block... */
     char buf[65536];
     off_t at = 0;
     for (;;) {
-        ssize_t n = pread(mtl__pl.fd, buf, sizeof buf, at);
+        ssize_t n = pread(src, buf, sizeof buf, at);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -757,6 +801,8 @@ int mtl__writer_dump(const char *path)
      * decoder state of the original goes on as if it never was. */
     uint64_t last_us = w.last_us, block_seq = w.block_seq;
     int fd = mtl__pl.fd;
+    struct mtl_ring *ring = w.ring;
+    w.ring = NULL;
     reserve(32);
     put_byte(MTL_S_MAIN, MTL_REC_END);
     put_dt(mtl__now_ns());
@@ -772,6 +818,7 @@ int mtl__writer_dump(const char *path)
     }
     flush_block();
     mtl__pl.fd = fd;
+    w.ring = ring;
     w.dev = dev;
     w.ino = ino;
     w.last_us = last_us;
@@ -780,6 +827,8 @@ int mtl__writer_dump(const char *path)
         rc = -EIO;
 out:
     pthread_mutex_unlock(&w.wmu);
+    if (src >= 0 && src != mtl__pl.fd)
+        close(src);
     if (out >= 0 && close(out) < 0 && rc == 0)
         rc = -errno;
     return rc;
@@ -788,7 +837,7 @@ out:
 void mtl__writer_exec_begin(void)
 {
     pthread_mutex_lock(&w.wmu);
-    if (atomic_load(&w.done) || mtl__pl.fd < 0)
+    if (atomic_load(&w.done) || !trace_open())
         return;
     /* Everything up to now, then END: the trace is whole if exec works.
      * wmu stays held so that the writer adds nothing after END. */
@@ -831,10 +880,8 @@ wait:
         pthread_join(w.thread, NULL);
         mtl__writer_running = 0;
     }
-    if (atomic_load(&w.done) && mtl__pl.fd >= 0) {
-        close(mtl__pl.fd);
-        mtl__pl.fd = -1;
-    }
+    if (atomic_load(&w.done))
+        close_sink();
 }
 
 /* Child of fork that records on: a new trace that repeats the definitions
@@ -845,6 +892,9 @@ void mtl__writer_after_fork_child(void)
     pthread_mutex_init(&w.wake_mu, NULL);
     pthread_cond_init(&w.wake, NULL);
     mtl__writer_running = 0;
+    /* The parent's trace, ring or file, is the parent's. */
+    w.ring = NULL;
+    mtl__pl.ring = NULL;
     if (mtl__pl.fd >= 0)
         close(mtl__pl.fd);
     mtl__pl.fd = -1;

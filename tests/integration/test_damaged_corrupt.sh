@@ -6,12 +6,14 @@
 # directory, a missing file and an unreadable one.  For each, `memtally info
 # --json` and `memtally dump` must not crash or hang and must either fail
 # with exactly one stderr line starting "memtally: ", or exit 0 with
-# "truncated": true and counts not above the full trace's.
+# "truncated": true and counts not above the full trace's (or, for a change
+# that decodes to the same events, exactly the full trace's info).
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 
 record full.mtly "$TEST_PROGRAMS/damage_source" >/dev/null || fail "recording failed"
 expect_eq "full allocations" 100000 "$(info_get full.mtly allocations)"
 expect_eq "full truncated" false "$(info_get full.mtly truncated)"
+"$MEMTALLY_BIN" info --json full.mtly >full.json || fail "info of the full trace failed"
 size=$(wc -c <full.mtly)
 
 # A 31-bit linear congruential generator: the same damage on every run.
@@ -45,9 +47,16 @@ check() {
         [ "$(wc -l <err)" -le 1 ] || fail "$1: info: more than one line on stderr: $(cat err)"
         t=$(jq -r .truncated info.json) || fail "$1: info printed no JSON"
         a=$(jq -r .allocations info.json); f=$(jq -r .frees info.json)
-        [ "$t" = true ] || fail "$1: info exit 0 with truncated $t ($a allocations)"
-        [ "$a" -le 100000 ] && [ "$f" -le 99900 ] || fail "$1: counts $a/$f above the full trace's"
-        outcome="truncated, $a allocations"
+        if [ "$t" = true ]; then
+            [ "$a" -le 100000 ] && [ "$f" -le 99900 ] || fail "$1: counts $a/$f above the full trace's"
+            outcome="truncated, $a allocations"
+        else
+            # A change that decodes to the same events (a bit of a zstd frame
+            # header that only sizes the decoder's window): harmless, and
+            # then everything reads as in the full trace.
+            cmp -s info.json full.json || fail "$1: info exit 0, not truncated, and not the full trace: $(diff full.json info.json | head -c 300)"
+            outcome="harmless: reads as the full trace"
+        fi
     fi
     rc=0; timeout 10 "$MEMTALLY_BIN" dump "$2" >/dev/null 2>err || rc=$?
     [ $rc -lt 124 ] || fail "$1: dump exit $rc (crash or hang); stderr: $(cat err)"

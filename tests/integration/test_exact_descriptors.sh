@@ -1,0 +1,35 @@
+#!/bin/sh
+# The trace does not go through a descriptor in the program (memtally record
+# writes it from shared memory): a program that closes every descriptor, or
+# takes a high number for itself, loses and disturbs nothing; and a write
+# error (a full disk) is said, with a non-zero exit and no "wrote".
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+
+# exact_closeall: 1001 allocations, 1000 frees, 32064 bytes, peak 32000,
+# 64 live at the end (was: no events at all).
+same_run 0 "$TEST_PROGRAMS/exact_closeall"
+check trace.mtly 1001 1000 32064 32000 64 1
+
+# bash's own descriptor 900 (was: "hi" went into the trace, which was then
+# corrupt, and the file stayed empty).
+script='exec 900>lk; echo hi >&900; wc -c <lk'
+alone=$(bash -c "$script") || fail "bash alone failed"
+seen=$("$MEMTALLY_BIN" record -q -o b.mtly -- bash -c "$script") || fail "bash under memtally failed"
+expect_eq "bash writes to its descriptor 900" "$alone" "$seen"
+expect_eq "the trace reads whole" true "$(info_get b.mtly complete)"
+
+# No descriptor of the trace in the program.
+"$MEMTALLY_BIN" record -q -o l.mtly -- sh -c 'ls -l /proc/$$/fd' >fds.txt || fail "ls under memtally failed"
+grep -q 'l\.mtly' fds.txt && fail "the program holds the trace open: $(cat fds.txt)"
+echo "ok: the program holds no descriptor of the trace"
+
+# A full disk: the error is said as it happens, the exit is not 0, and the
+# trace is not said to be written.
+if [ -w /dev/full ]; then
+    "$MEMTALLY_BIN" record -o /dev/full -- "$TEST_PROGRAMS/exact_basic" >/dev/null 2>err.txt
+    rc=$?
+    [ $rc -ne 0 ] || fail "/dev/full: exit 0"
+    grep -q "No space left" err.txt || fail "/dev/full: the error is not said: $(cat err.txt)"
+    grep -q "wrote" err.txt && fail "/dev/full: said it wrote the trace: $(cat err.txt)"
+    echo "ok: /dev/full: exit $rc, $(grep -c . err.txt) line(s) on stderr"
+fi
