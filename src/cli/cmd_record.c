@@ -410,6 +410,12 @@ int cmd_record(int argc, char **argv)
         else
             fprintf(stderr, "memtally: no trace was written to %s\n", trace);
     }
+    /* A program that allocates without libc's malloc (an allocator of its
+     * own on mmap, or none): an empty trace would puzzle.  Not sampled or
+     * idle: nothing recorded is no sign there. */
+    if (!quiet && !sample && !idle && have_ring && ring.written && !ring.allocations)
+        cli_error("record: no allocation of %s went through malloc or operator new; "
+                  "it allocates by other means, or not at all", prog[0]);
     if (have_max_peak || have_max_leak) {
         int over = check_limits(trace, have_max_peak, max_peak, have_max_leak, max_leak);
         if (over)

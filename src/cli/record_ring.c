@@ -128,6 +128,8 @@ int record_ring_finish(struct record_ring *rr)
         rr->running = 0;
     }
     int attached = rr->r && atomic_load(&rr->r->attached);
+    if (rr->r)
+        rr->allocations = atomic_load(&rr->r->allocations);
     if (rr->out >= 0) {
         if (close(rr->out) < 0 && !rr->err) {
             rr->err = errno;

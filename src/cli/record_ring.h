@@ -21,6 +21,7 @@ struct record_ring {
     atomic_int child_done;  /* the program has ended: empty the ring, stop */
     int err;                /* errno of a failed write, 0 if none */
     uint64_t written;
+    uint64_t allocations;   /* the recorder's count, at the end */
 };
 
 /* Before the child is started: the ring, and its descriptor (rr->memfd)

@@ -30,6 +30,7 @@ struct mtl_ring {
     _Atomic uint32_t gone;       /* the consumer stopped: never wait for it */
     _Atomic uint32_t ended;      /* the producer wrote the trace's END */
     _Atomic uint32_t attached;   /* the producer took the ring */
+    _Atomic uint64_t allocations;/* recorded so far (the producer's count) */
 };
 
 static inline uint8_t *mtl_ring_data(struct mtl_ring *r)

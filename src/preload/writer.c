@@ -672,10 +672,14 @@ static void round_locked(int final, unsigned trylock_spins)
     uint64_t now = mtl__now_ns();
     sample_rss(final ? now : cutoff);
     if (final) {
+        if (w.ring)
+            atomic_store(&w.ring->allocations, w.counts.allocations);
         write_end(now, (unsigned)atomic_load(&w.finish_reason), w.finish_detail);
         atomic_store(&w.done, 1);
         return;
     }
+    if (w.ring)
+        atomic_store(&w.ring->allocations, w.counts.allocations);
     if (w.total >= MTL_BLOCK_TARGET ||
         now - w.block_started_ns >= MTL_BLOCK_MAX_AGE_MS * 1000000ull) {
         flush_block();

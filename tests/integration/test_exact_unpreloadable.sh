@@ -1,7 +1,8 @@
 #!/bin/sh
 # Programs LD_PRELOAD cannot reach get a reason and a non-zero exit, not an
 # empty trace: a statically linked program, and one that gains privileges
-# at exec (set-user-ID to another user: the loader's secure mode).
+# at exec (set-user-ID to another user: the loader's secure mode); and a
+# program that allocates without malloc is told apart from an empty trace.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 
 cat >s.c <<'EOF_C'
@@ -33,3 +34,14 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
     grep -q "set-user-ID" err.txt || fail "no reason given: $(cat err.txt)"
     echo "ok: a set-user-ID program: $(cat err.txt)"
 fi
+
+# A program whose memory never comes from malloc (mmap here): recorded, and
+# said, rather than left as a puzzle of an empty trace.
+cat >m.c <<'EOF_C'
+#include <sys/mman.h>
+int main(void) { char *p = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); return p == MAP_FAILED; }
+EOF_C
+${CC:-cc} -o mmap_prog m.c || fail "cannot build a test program"
+"$MEMTALLY_BIN" record -o m.mtly -- ./mmap_prog 2>err.txt || fail "recording a program without malloc failed"
+grep -q "no allocation of ./mmap_prog went through malloc" err.txt || fail "not said: $(cat err.txt)"
+expect_eq "its trace's allocations" 0 "$(info_get m.mtly allocations)"
