@@ -47,6 +47,23 @@ static const char usage[] =
 #define SUN_PATH_CAP sizeof(((struct sockaddr_un *)0)->sun_path)
 
 /* The directories where a socket may be: the recorder's rule first. */
+/* The parent of process pid (from /proc), or -1. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold anything */
+    int ppid;
+    char state;
+    return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
 static int control_dirs(char dirs[2][SUN_PATH_CAP])
 {
     int n = 0;
@@ -102,8 +119,10 @@ static int connect_to(int pid, unsigned timeout_s, char *err, size_t errcap)
         }
         struct ucred cred;
         socklen_t clen = sizeof cred;
+        /* Served by the process itself, or for it by the memtally record
+         * that started it (its parent). */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-            cred.uid != geteuid() || cred.pid != pid) {
+            cred.uid != geteuid() || (cred.pid != pid && cred.pid != parent_of(pid))) {
             close(fd);
             snprintf(err, errcap, "%s is not the socket of pid %d run by this user",
                      addr.sun_path, pid);

@@ -23,6 +23,7 @@
 #include "analyze/filter.h"
 #include "common/recenv.h"
 #include "cli/analysis.h"
+#include "cli/record_control.h"
 #include "cli/record_ring.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
@@ -368,6 +369,10 @@ int cmd_record(int argc, char **argv)
     int ring_ok = 1;
     if (have_ring && record_ring_start(&ring, trace) < 0)
         ring_ok = 0;
+    /* The program's control socket is ours to serve (record_control.c). */
+    struct record_control control = { .running = 0 };
+    if (have_ring)
+        record_control_start(&control, ring.r, child);
 
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
@@ -387,6 +392,7 @@ int cmd_record(int argc, char **argv)
             return 1;
         }
     }
+    record_control_stop(&control);
     if (have_ring && record_ring_finish(&ring) < 0)
         ring_ok = 0;
     int exec_errno = 0;

@@ -16,9 +16,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/ctlsock.h"
+
 #define MTL_RING_MAGIC 0x31474e49524c544dull /* "MTLRING1" */
 #define MTL_RING_DATA (16u << 20)            /* bytes of data, a power of two */
-#define MTL_RING_HEADER 4096u
+#define MTL_RING_HEADER 16384u
 #define MTL_RING_SIZE (MTL_RING_HEADER + MTL_RING_DATA)
 
 struct mtl_ring {
@@ -31,7 +33,17 @@ struct mtl_ring {
     _Atomic uint32_t ended;      /* the producer wrote the trace's END */
     _Atomic uint32_t attached;   /* the producer took the ring */
     _Atomic uint64_t allocations;/* recorded so far (the producer's count) */
+    /* The control mailbox (common/ctlsock.h's protocol): memtally record
+     * puts a command in ctl_line and bumps ctl_req (a futex, shared);
+     * the recorder answers in ctl_answer and sets ctl_ans to ctl_req. */
+    _Atomic uint32_t ctl_live;   /* the recorder answers (not after exec) */
+    _Atomic uint32_t ctl_req;
+    _Atomic uint32_t ctl_ans;
+    char ctl_line[MTL_CTL_LINE];
+    char ctl_answer[MTL_CTL_ANSWER];
 };
+
+_Static_assert(sizeof(struct mtl_ring) <= MTL_RING_HEADER, "the ring's header outgrew its room");
 
 static inline uint8_t *mtl_ring_data(struct mtl_ring *r)
 {

@@ -1,20 +1,15 @@
 /*
- * control.c: the control socket, through which `memtally ctl` and
- * `memtally top` steer a running process (control.h).
+ * control.c: how `memtally ctl` and `memtally top` steer a running process
+ * (control.h): one command line in, one answer out (common/ctlsock.h has
+ * the protocol and where the socket lives).
  *
- * Where: a unix stream socket PID.sock in $XDG_RUNTIME_DIR/memtally/ when
- * XDG_RUNTIME_DIR names a usable directory, else in /tmp/memtally-UID/.
- * The directory is made with mode 0700 and used only if lstat says it is a
- * real directory (no symlink), owned by our effective user, with no
- * permission for group or others: then nobody else can reach the socket.
- * Each client's credentials (SO_PEERCRED) are checked as well: another
- * user's connection is closed unanswered.
- *
- * Protocol: the client sends one line ("start", "pause", "continue",
- * "restart", "dump PATH", "stop", "status"); we answer one line, "ok"
- * (for status "ok " and the mtl__ctl_status text) or "error MESSAGE",
- * and close.  A relative dump PATH is relative to the program's working
- * directory; `memtally ctl` sends absolute paths.
+ * Two ways in.  A process started by `memtally record` is served through
+ * the shared region memtally record made (common/ring.h): memtally record
+ * owns the socket and relays each command to a mailbox there, which a
+ * thread of ours answers; the program then holds no descriptor of ours.
+ * Any other process (a followed child, a program that starts recording
+ * itself) listens on the socket itself, on a descriptor moved to 920 and
+ * up, out of the program's way.
  *
  * The thread: detached (it never keeps the process alive), every signal
  * blocked (the program's handlers never run on it), marked inside
@@ -29,7 +24,8 @@
  * and mtl__control_start, which the recorder calls again in a child that
  * records, does the same first if the handler has not run yet (the
  * recorder's own handler may run before ours); the pid that owns the
- * socket tells.  Only that pid ever removes the socket file.
+ * socket tells.  Only that pid ever removes the socket file.  The mailbox
+ * is its process's alone (the pid it was taken in).
  */
 #include "preload/control.h"
 #include "preload/preload.h"
@@ -43,13 +39,16 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/ctlsock.h"
+#include "common/ring.h"
+
 #define CONTROL_FD_MIN 920      /* descriptors kept out of the program's way */
-#define CLIENT_TIMEOUT_MS 1000  /* to send the command, and to take the answer */
 #define WAKE_MS 1000            /* the thread checks whether it is stopped */
-#define LINE_MAX_LEN (PATH_MAX + 64)
 
 static struct {
     atomic_int fd;          /* the listening socket being served, or -1 */
@@ -58,127 +57,20 @@ static struct {
     dev_t dev;              /* the listening socket's identity */
     ino_t ino;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    atomic_int mailbox_on;  /* the mailbox thread serves */
     int said;               /* the one message was given */
     int atfork_set;
 } ctl = { .fd = -1, .client = -1 };
 
-/* --- where the socket lives ---------------------------------------------- */
-
-/* The directory, per the rule above (the CLI's cmd_ctl.c follows the same
- * rule); 0, or -ENAMETOOLONG. */
-static int control_dir(char *out, size_t cap)
-{
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    struct stat st;
-    /* "/memtally/" + a pid + ".sock" must still fit in sun_path. */
-    if (xdg && xdg[0] == '/' && strlen(xdg) + 32 < sizeof ctl.path &&
-        stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && access(xdg, W_OK | X_OK) == 0) {
-        mtl__fmt(out, cap, "%s/memtally", xdg);
-        return 0;
-    }
-    mtl__fmt(out, cap, "/tmp/memtally-%u", (unsigned)geteuid());
-    return 0;
-}
-
-static void say_once(const char *what, const char *path, int err)
+static void say_once(const char *why)
 {
     if (ctl.said)
         return;
     ctl.said = 1;
-    mtl__say("%s %s%s%s; no live control (memtally ctl, memtally top)", path, what,
-             err ? ": " : "", err ? strerror(err) : "");
+    mtl__say("%s; no live control (memtally ctl, memtally top)", why);
 }
 
-/* Makes the directory if needed and checks that it is ours alone. */
-static int private_dir(const char *dir)
-{
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        int err = errno;
-        say_once("cannot be made", dir, err);
-        return -err;
-    }
-    struct stat st;
-    if (lstat(dir, &st) < 0) {
-        int err = errno;
-        say_once("cannot be read", dir, err);
-        return -err;
-    }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        char what[128];
-        mtl__fmt(what, sizeof what,
-                 "is not a private directory (%s, owner %u, mode %04o)",
-                 S_ISLNK(st.st_mode) ? "a symlink"
-                 : S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
-                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-        say_once(what, dir, 0);
-        return -EPERM;
-    }
-    return 0;
-}
-
-/* --- serving one client --------------------------------------------------- */
-
-static int ms_left(uint64_t deadline)
-{
-    uint64_t now = mtl__monotonic_ns();
-    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-}
-
-/* Reads one line (without its newline) within the deadline.  Returns its
- * length, or a negative errno (-ETIMEDOUT, -E2BIG, -ECONNRESET...). */
-static int read_line(int fd, char *buf, size_t cap, uint64_t deadline)
-{
-    size_t n = 0;
-    for (;;) {
-        int ms = ms_left(deadline);
-        if (ms == 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int rc = poll(&p, 1, ms);
-        if (rc < 0 && errno != EINTR)
-            return -errno;
-        if (rc <= 0)
-            continue;
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return -errno;
-        }
-        char *nl = memchr(buf + n, '\n', (size_t)r);
-        n += (size_t)r;
-        if (nl) {
-            n = (size_t)(nl - buf);
-            break;
-        }
-        if (r == 0)
-            break; /* the line ends with the connection */
-        if (n == cap - 1)
-            return -E2BIG;
-    }
-    while (n > 0 && (buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-        n--;
-    buf[n] = '\0';
-    return (int)n;
-}
-
-static void write_answer(int fd, const char *buf, size_t n, uint64_t deadline)
-{
-    while (n > 0) {
-        struct pollfd p = { .fd = fd, .events = POLLOUT };
-        int ms = ms_left(deadline);
-        if (ms == 0 || poll(&p, 1, ms) <= 0)
-            return;
-        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return;
-        }
-        buf += w;
-        n -= (size_t)w;
-    }
-}
+/* --- serving one command -------------------------------------------------- */
 
 /* What a failed operation means, in the client's words. */
 static const char *why(const char *cmd, int rc)
@@ -237,24 +129,77 @@ static void serve(int lfd)
     if (fd < 0)
         return;
     atomic_store(&ctl.client, fd);
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-        len == sizeof cred && cred.uid == geteuid()) {
-        char line[LINE_MAX_LEN], answer[PATH_MAX + 1024];
-        uint64_t deadline = mtl__monotonic_ns() + CLIENT_TIMEOUT_MS * 1000000ull;
-        int n = read_line(fd, line, sizeof line, deadline);
+    if (mtl_ctl_peer_ok(fd)) {
+        char line[MTL_CTL_LINE], answer[MTL_CTL_ANSWER];
+        int n = mtl_ctl_read_line(fd, line, sizeof line, MTL_CTL_TIMEOUT_MS);
         if (n > 0) {
             size_t m = run_command(line, answer, sizeof answer);
-            deadline = mtl__monotonic_ns() + CLIENT_TIMEOUT_MS * 1000000ull;
-            write_answer(fd, answer, m, deadline);
+            mtl_ctl_write(fd, answer, m, MTL_CTL_TIMEOUT_MS);
         } else if (n == -E2BIG) {
             static const char msg[] = "error command line too long\n";
-            write_answer(fd, msg, sizeof msg - 1, deadline);
+            mtl_ctl_write(fd, msg, sizeof msg - 1, MTL_CTL_TIMEOUT_MS);
         }
     }
     atomic_store(&ctl.client, -1);
     close(fd);
+}
+
+/* --- the mailbox (a process memtally record started) ---------------------- */
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *t)
+{
+    return syscall(SYS_futex, word, op, val, t, NULL, 0);
+}
+
+static void *mailbox_main(void *arg)
+{
+    struct mtl_ring *r = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    mtl__tls.in_hook = 1; /* for the thread's whole life */
+    uint32_t served = atomic_load(&r->ctl_req);
+    while (atomic_load(&ctl.mailbox_on)) {
+        uint32_t req = atomic_load(&r->ctl_req);
+        if (req == served) {
+            struct timespec wake = { WAKE_MS / 1000, (WAKE_MS % 1000) * 1000000L };
+            futex(&r->ctl_req, FUTEX_WAIT, req, &wake); /* shared: not private */
+            continue;
+        }
+        char line[MTL_CTL_LINE];
+        memcpy(line, r->ctl_line, sizeof line);
+        line[sizeof line - 1] = '\0';
+        run_command(line, r->ctl_answer, sizeof r->ctl_answer);
+        served = req;
+        atomic_store(&r->ctl_ans, req);
+        futex(&r->ctl_ans, FUTEX_WAKE, 1, NULL);
+    }
+    return NULL;
+}
+
+/* Serves the mailbox of memtally record's region, if this process has
+ * one: 1 when it does (or already did), 0 when it has none. */
+static int start_mailbox(void)
+{
+    struct mtl_ring *r = mtl__pl.mailbox;
+    if (!r || mtl__pl.mailbox_pid != (int)getpid())
+        return 0;
+    if (atomic_exchange(&ctl.mailbox_on, 1))
+        return 1;
+    pthread_attr_t attr;
+    pthread_t thread;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int err = pthread_create(&thread, &attr, mailbox_main, r);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        atomic_store(&ctl.mailbox_on, 0);
+        say_once("the control has no thread to serve it");
+        return 1;
+    }
+    atomic_store(&r->ctl_live, 1);
+    return 1;
 }
 
 /* Still the socket we opened?  A program may close every descriptor it
@@ -276,8 +221,12 @@ static void *control_main(void *arg)
     while (atomic_load(&ctl.fd) == fd) {
         if (!still_ours(fd)) {
             int expected = fd;
-            if (atomic_compare_exchange_strong(&ctl.fd, &expected, -1))
-                say_once("lost (the program closed its descriptor)", ctl.path, 0);
+            if (atomic_compare_exchange_strong(&ctl.fd, &expected, -1)) {
+                char why[sizeof ctl.path + 64];
+                mtl__fmt(why, sizeof why, "%s lost (the program closed its descriptor)",
+                         ctl.path);
+                say_once(why);
+            }
             return NULL; /* the number is not ours to close */
         }
         struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -331,23 +280,14 @@ int mtl__control_start(void)
         ctl.atfork_set = 1;
         pthread_atfork(NULL, NULL, atfork_child);
     }
+    if (start_mailbox())
+        goto out;
 
-    char dir[sizeof ctl.path];
-    control_dir(dir, sizeof dir);
-    if ((rc = private_dir(dir)) < 0)
-        goto out;
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    size_t n = mtl__fmt(addr.sun_path, sizeof addr.sun_path, "%s/%d.sock", dir,
-                        (int)getpid());
-    if (n + 1 >= sizeof addr.sun_path) {
-        rc = -ENAMETOOLONG;
-        say_once("is too long a path for a socket", dir, 0);
-        goto out;
-    }
-    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    char path[sizeof ctl.path], why[sizeof ctl.path + 128];
+    int s = mtl_ctl_listen(getpid(), path, sizeof path, why, sizeof why);
     if (s < 0) {
-        rc = -errno;
-        say_once("cannot be made", addr.sun_path, errno);
+        rc = s;
+        say_once(why);
         goto out;
     }
     int fd = fcntl(s, F_DUPFD_CLOEXEC, CONTROL_FD_MIN);
@@ -356,20 +296,16 @@ int mtl__control_start(void)
     } else {
         fd = s;
     }
-    unlink(addr.sun_path); /* left by an earlier process with our pid */
     struct stat st;
-    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(fd, 8) < 0 ||
-        fstat(fd, &st) < 0) {
+    if (fstat(fd, &st) < 0) {
         rc = -errno;
-        say_once("cannot be opened", addr.sun_path, errno);
-        unlink(addr.sun_path);
+        unlink(path);
         close(fd);
         goto out;
     }
-    chmod(addr.sun_path, 0600); /* the directory guards it already */
     ctl.dev = st.st_dev;
     ctl.ino = st.st_ino;
-    memcpy(ctl.path, addr.sun_path, sizeof ctl.path);
+    memcpy(ctl.path, path, sizeof ctl.path);
     atomic_store(&ctl.pid, (int)getpid());
     atomic_store(&ctl.fd, fd);
 
@@ -382,7 +318,8 @@ int mtl__control_start(void)
     pthread_attr_destroy(&attr);
     if (err != 0) {
         rc = -err;
-        say_once("has no thread to serve it", addr.sun_path, err);
+        mtl__fmt(why, sizeof why, "%s has no thread to serve it", ctl.path);
+        say_once(why);
         atomic_store(&ctl.fd, -1);
         unlink(ctl.path);
         ctl.path[0] = '\0';
@@ -398,6 +335,11 @@ out:
  * sees that it was stopped within WAKE_MS and closes its descriptor. */
 void mtl__control_stop(void)
 {
+    if (mtl__pl.mailbox && mtl__pl.mailbox_pid == (int)getpid() &&
+        atomic_exchange(&ctl.mailbox_on, 0)) {
+        atomic_store(&mtl__pl.mailbox->ctl_live, 0);
+        futex(&mtl__pl.mailbox->ctl_req, FUTEX_WAKE, 1, NULL);
+    }
     if (atomic_load(&ctl.pid) != (int)getpid())
         return;
     int saved = errno;

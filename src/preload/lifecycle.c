@@ -102,6 +102,8 @@ static void take_ring(void)
         return;
     }
     mtl__pl.ring = r;
+    mtl__pl.mailbox = r;
+    mtl__pl.mailbox_pid = getpid();
 }
 
 /* Whether our library is in LD_PRELOAD: a plain preload records too. */

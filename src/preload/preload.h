@@ -122,6 +122,8 @@ struct mtl__preload {
     int fd;                     /* the trace, or -1 */
     struct mtl_ring *ring;      /* memtally record's ring, until a trace
                                    takes it (writer.c) */
+    struct mtl_ring *mailbox;   /* the same region, for control.c */
+    int mailbox_pid;            /* the process it belongs to */
     atomic_uint next_thread;    /* next thread index */
 };
 extern struct mtl__preload mtl__pl MTL_HIDDEN;

@@ -125,9 +125,9 @@ EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
     return 0;
 }
 
-/* signal(): BSD semantics, as glibc's (the signal blocked in its handler,
- * calls restarted). */
-EXPORT __sighandler_t signal(int s, __sighandler_t handler)
+/* The signal() family: handler on s with flags, the signal itself
+ * blocked in its handler or not; the old handler, or SIG_ERR. */
+static __sighandler_t set_handler(int s, __sighandler_t handler, int flags, int block_self)
 {
     struct sigaction act, old;
     if (s <= 0 || s >= NSIG || handler == SIG_ERR) {
@@ -137,11 +137,19 @@ EXPORT __sighandler_t signal(int s, __sighandler_t handler)
     memset(&act, 0, sizeof act);
     act.sa_handler = handler;
     sigemptyset(&act.sa_mask);
-    sigaddset(&act.sa_mask, s);
-    act.sa_flags = SA_RESTART;
+    if (block_self)
+        sigaddset(&act.sa_mask, s);
+    act.sa_flags = flags;
     if (sigaction(s, &act, &old) < 0)
         return SIG_ERR;
     return old.sa_handler; /* sa_sigaction shares its place */
+}
+
+/* signal(): BSD semantics, as glibc's (the signal blocked in its handler,
+ * calls restarted). */
+EXPORT __sighandler_t signal(int s, __sighandler_t handler)
+{
+    return set_handler(s, handler, SA_RESTART, 1);
 }
 
 EXPORT __sighandler_t bsd_signal(int s, __sighandler_t handler)
@@ -153,16 +161,5 @@ EXPORT __sighandler_t bsd_signal(int s, __sighandler_t handler)
  * signal not blocked in it, calls interrupted. */
 EXPORT __sighandler_t sysv_signal(int s, __sighandler_t handler)
 {
-    struct sigaction act, old;
-    if (s <= 0 || s >= NSIG || handler == SIG_ERR) {
-        errno = EINVAL;
-        return SIG_ERR;
-    }
-    memset(&act, 0, sizeof act);
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_RESETHAND | SA_NODEFER;
-    if (sigaction(s, &act, &old) < 0)
-        return SIG_ERR;
-    return old.sa_handler; /* sa_sigaction shares its place */
+    return set_handler(s, handler, SA_RESETHAND | SA_NODEFER, 0);
 }

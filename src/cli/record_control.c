@@ -1,0 +1,112 @@
+/* record_control.c: see record_control.h. */
+#include "cli/record_control.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/ctlsock.h"
+
+#define ANSWER_WAIT_MS 30000 /* a dump of a large trace takes its time */
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *t)
+{
+    return syscall(SYS_futex, word, op, val, t, NULL, 0);
+}
+
+/* Hands line to the recorder and waits for its answer, into answer. */
+static void relay(struct mtl_ring *r, const char *line, char *answer, size_t cap)
+{
+    if (!atomic_load(&r->ctl_live)) {
+        snprintf(answer, cap, "error the program is not recording now (it is ending, "
+                              "or ran another program)\n");
+        return;
+    }
+    snprintf(r->ctl_line, sizeof r->ctl_line, "%s", line);
+    uint32_t req = atomic_load(&r->ctl_req) + 1;
+    atomic_store(&r->ctl_ans, req - 1);
+    atomic_store(&r->ctl_req, req);
+    futex(&r->ctl_req, FUTEX_WAKE, 1, NULL);
+    for (int waited = 0; waited < ANSWER_WAIT_MS; waited += 100) {
+        uint32_t ans = atomic_load(&r->ctl_ans);
+        if (ans == req) {
+            snprintf(answer, cap, "%s", r->ctl_answer);
+            return;
+        }
+        if (!atomic_load(&r->ctl_live))
+            break;
+        struct timespec t = { 0, 100 * 1000000L };
+        futex(&r->ctl_ans, FUTEX_WAIT, ans, &t);
+    }
+    snprintf(answer, cap, "error the program did not answer\n");
+}
+
+static void *serve(void *arg)
+{
+    struct record_control *rc = arg;
+    while (!atomic_load(&rc->stop)) {
+        struct pollfd p = { .fd = rc->fd, .events = POLLIN };
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        int fd = accept4(rc->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            continue;
+        if (mtl_ctl_peer_ok(fd)) {
+            char line[MTL_CTL_LINE], answer[MTL_CTL_ANSWER];
+            int n = mtl_ctl_read_line(fd, line, sizeof line, MTL_CTL_TIMEOUT_MS);
+            if (n > 0) {
+                relay(rc->r, line, answer, sizeof answer);
+                mtl_ctl_write(fd, answer, strlen(answer), MTL_CTL_TIMEOUT_MS);
+            } else if (n == -E2BIG) {
+                static const char msg[] = "error command line too long\n";
+                mtl_ctl_write(fd, msg, sizeof msg - 1, MTL_CTL_TIMEOUT_MS);
+            }
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+int record_control_start(struct record_control *rc, struct mtl_ring *r, pid_t pid)
+{
+    memset(rc, 0, sizeof *rc);
+    rc->fd = -1;
+    const char *env = getenv("MEMTALLY_CONTROL");
+    if (env && !strcmp(env, "0"))
+        return 0;
+    rc->r = r;
+    char why[256];
+    rc->fd = mtl_ctl_listen(pid, rc->path, sizeof rc->path, why, sizeof why);
+    if (rc->fd < 0) {
+        cli_error("%s; no live control (memtally ctl, memtally top)", why);
+        return -1;
+    }
+    if (pthread_create(&rc->thread, NULL, serve, rc) != 0) {
+        unlink(rc->path);
+        close(rc->fd);
+        rc->fd = -1;
+        return -1;
+    }
+    rc->running = 1;
+    return 0;
+}
+
+void record_control_stop(struct record_control *rc)
+{
+    if (!rc->running)
+        return;
+    atomic_store(&rc->stop, 1);
+    pthread_join(rc->thread, NULL);
+    rc->running = 0;
+    unlink(rc->path);
+    close(rc->fd);
+    rc->fd = -1;
+}

@@ -1,0 +1,32 @@
+/*
+ * record_control.h: memtally record serves the control socket of the
+ * program it started (common/ctlsock.h), relaying each command to the
+ * recorder through the mailbox of the shared region (common/ring.h), so
+ * that the program holds no socket of ours.
+ */
+#ifndef MTL_CLI_RECORD_CONTROL_H
+#define MTL_CLI_RECORD_CONTROL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "common/ring.h"
+
+struct record_control {
+    struct mtl_ring *r;
+    int fd;                 /* the listening socket */
+    char path[108];
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+};
+
+/* Listens for the program pid (unless MEMTALLY_CONTROL is "0"); 0, or -1
+ * after saying why (the program then has no live control). */
+int record_control_start(struct record_control *rc, struct mtl_ring *r, pid_t pid);
+
+/* The program has ended: stops serving and removes the socket. */
+void record_control_stop(struct record_control *rc);
+
+#endif
