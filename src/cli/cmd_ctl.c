@@ -46,7 +46,6 @@ static const char usage[] =
 
 #define SUN_PATH_CAP sizeof(((struct sockaddr_un *)0)->sun_path)
 
-/* The directories where a socket may be: the recorder's rule first. */
 /* The parent of process pid (from /proc), or -1. */
 static pid_t parent_of(pid_t pid)
 {
@@ -64,6 +63,9 @@ static pid_t parent_of(pid_t pid)
     return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
 }
 
+/* The directories where a socket may be: the rule of common/ctlsock.c
+ * first (XDG_RUNTIME_DIR's), then the other, in case the program saw
+ * another environment. */
 static int control_dirs(char dirs[2][SUN_PATH_CAP])
 {
     int n = 0;
