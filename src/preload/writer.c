@@ -42,6 +42,7 @@
 
 #define MTL_BLOCK_TARGET (1u << 20)
 #define MTL_BLOCK_MAX_AGE_MS 250
+#define MTL_RING_BLOCK_AGE_MS MTL_ROUND_MS
 #define STREAM_CAP (MTL_BLOCK_TARGET + (64u << 10))
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
@@ -680,8 +681,10 @@ static void round_locked(int final, unsigned trylock_spins)
     }
     if (w.ring)
         atomic_store(&w.ring->allocations, w.counts.allocations);
-    if (w.total >= MTL_BLOCK_TARGET ||
-        now - w.block_started_ns >= MTL_BLOCK_MAX_AGE_MS * 1000000ull) {
+    /* Through the ring, a block that has waited a round goes: what reached
+     * the ring survives any death of the program (SIGKILL included). */
+    uint64_t max_age_ms = w.ring ? MTL_RING_BLOCK_AGE_MS : MTL_BLOCK_MAX_AGE_MS;
+    if (w.total >= MTL_BLOCK_TARGET || now - w.block_started_ns >= max_age_ms * 1000000ull) {
         flush_block();
         w.block_started_ns = now;
     }

@@ -26,3 +26,12 @@ expect_eq "64 bytes a block" $((allocs * 64)) "$bytes"
 frees=$(jq -r .frees info.json)
 [ $((allocs - frees)) -le 1 ] || fail "$allocs allocations but $frees frees"
 echo "ok: $allocs allocations up to the last whole block"
+
+# What reached the ring before a SIGKILL is written: a program that
+# allocates 20000 blocks, pauses 500 ms (25 writer rounds: every event is
+# in the ring by then) and kills itself leaves all of them in the trace.
+"$MEMTALLY_BIN" record -q -o self.mtly -- "$TEST_PROGRAMS/exact_killself"
+expect_eq "memtally's exit status (the program killed itself)" 137 $?
+"$MEMTALLY_BIN" info --json self.mtly >info.json 2>/dev/null || fail "info of self.mtly failed"
+expect_eq "allocations before the SIGKILL, all recorded" 20000 "$(jq -r .allocations info.json)"
+expect_eq "their bytes" 960000 "$(jq -r .bytes_allocated info.json)"
