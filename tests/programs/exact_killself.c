@@ -1,4 +1,4 @@
-/* exact_killself: allocates 20000 blocks of 48 bytes (kept), waits 200 ms,
+/* exact_killself: allocates 20000 blocks of 48 bytes (kept), waits 500 ms,
  * and sends itself SIGKILL, which no handler sees.  Under memtally record,
  * every block that reached the shared ring before the kill is in the trace:
  * with the pause (25 writer rounds), all of them.
