@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -53,8 +54,10 @@ static void *serve(void *arg)
 {
     struct record_control *rc = arg;
     while (!atomic_load(&rc->stop)) {
-        struct pollfd p = { .fd = rc->fd, .events = POLLIN };
-        if (poll(&p, 1, 200) <= 0)
+        /* The eventfd wakes us at once when the program has ended. */
+        struct pollfd p[2] = { { .fd = rc->fd, .events = POLLIN },
+                               { .fd = rc->wake, .events = POLLIN } };
+        if (poll(p, 2, -1) <= 0 || !(p[0].revents & POLLIN))
             continue;
         int fd = accept4(rc->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
@@ -83,15 +86,19 @@ int record_control_start(struct record_control *rc, struct mtl_ring *r, pid_t pi
     if (env && !strcmp(env, "0"))
         return 0;
     rc->r = r;
+    if ((rc->wake = eventfd(0, EFD_CLOEXEC)) < 0)
+        return -1;
     char why[256];
     rc->fd = mtl_ctl_listen(pid, rc->path, sizeof rc->path, why, sizeof why);
     if (rc->fd < 0) {
         cli_error("%s; no live control (memtally ctl, memtally top)", why);
+        close(rc->wake);
         return -1;
     }
     if (pthread_create(&rc->thread, NULL, serve, rc) != 0) {
         unlink(rc->path);
         close(rc->fd);
+        close(rc->wake);
         rc->fd = -1;
         return -1;
     }
@@ -104,9 +111,14 @@ void record_control_stop(struct record_control *rc)
     if (!rc->running)
         return;
     atomic_store(&rc->stop, 1);
+    uint64_t one = 1;
+    if (write(rc->wake, &one, sizeof one) < 0) {
+        /* an eventfd's counter cannot be full here */
+    }
     pthread_join(rc->thread, NULL);
     rc->running = 0;
     unlink(rc->path);
     close(rc->fd);
+    close(rc->wake);
     rc->fd = -1;
 }

@@ -16,6 +16,7 @@
 struct record_control {
     struct mtl_ring *r;
     int fd;                 /* the listening socket */
+    int wake;               /* an eventfd: stop now */
     char path[108];
     pthread_t thread;
     int running;
