@@ -3,8 +3,10 @@
  *
  * Runs PROGRAM as a child with libmemtally.so in LD_PRELOAD and the
  * options in a block of variables after the environment's own
- * (common/recenv.h; the recorder takes it out before main), waits for it, and exits the way it did: with its exit code, or by the
- * same signal.  Terminal signals (SIGINT, SIGQUIT) reach the child
+ * (common/recenv.h; the recorder takes it out before main), writes the
+ * trace that comes back through shared memory (record_ring.c), serves the
+ * program's control socket (record_control.c), waits for it, and exits
+ * the way it did: with its exit code, or by the same signal.  Terminal signals (SIGINT, SIGQUIT) reach the child
  * directly as it is in our process group; we ignore them meanwhile and
  * pass on the ones sent to us alone (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2).
  */
