@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +44,10 @@ static struct {
     int (*execve)(const char *, char *const[], char *const[]);
     int (*execvpe)(const char *, char *const[], char *const[]);
     int (*fexecve)(int, char *const[], char *const[]);
+    int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                       const posix_spawnattr_t *, char *const[], char *const[]);
+    int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
     void (*exit_)(int);
     void (*Exit_)(int);
     atomic_int resolved;
@@ -95,6 +100,8 @@ static void resolve(void)
     real.execve = sym("execve");
     real.execvpe = sym("execvpe");
     real.fexecve = sym("fexecve");
+    real.posix_spawn = sym("posix_spawn");
+    real.posix_spawnp = sym("posix_spawnp");
     real.exit_ = sym("_exit");
     real.Exit_ = sym("_Exit");
     atomic_store(&real.resolved, 1);
@@ -490,6 +497,32 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     if (made)
         mtl__pages_free((void *)env, made);
     errno = saved;
+    return rc;
+}
+
+/* posix_spawn: the child runs another program at once; with --follow-exec
+ * it must find our block in the environment it is given. */
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    ensure_resolved();
+    size_t made;
+    char *const *env = exec_environment(envp, &made);
+    int rc = real.posix_spawn(pid, path, fa, attr, argv, env);
+    if (made)
+        mtl__pages_free((void *)env, made);
+    return rc;
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    ensure_resolved();
+    size_t made;
+    char *const *env = exec_environment(envp, &made);
+    int rc = real.posix_spawnp(pid, file, fa, attr, argv, env);
+    if (made)
+        mtl__pages_free((void *)env, made);
     return rc;
 }
 

@@ -58,3 +58,22 @@ mkdir clean clean2
 expect_eq "traces of env -i /bin/true with --follow-exec" 2 "$(ls clean/*.mtly | wc -l)"
 (cd clean2 && "$MEMTALLY_BIN" record -q -- env -i /bin/true) || fail "record env -i failed"
 expect_eq "traces of env -i /bin/true without it" 1 "$(ls clean2/*.mtly | wc -l)"
+
+# The same through posix_spawn with an environment of its own.
+cat >spawn.c <<'EOF_C'
+#include <spawn.h>
+#include <sys/wait.h>
+int main(void)
+{
+    char *argv[] = { "/bin/true", 0 }, *envp[] = { "A=1", 0 };
+    pid_t pid;
+    int st;
+    if (posix_spawn(&pid, "/bin/true", 0, 0, argv, envp) != 0 || waitpid(pid, &st, 0) != pid)
+        return 1;
+    return WEXITSTATUS(st);
+}
+EOF_C
+${CC:-cc} -o spawn spawn.c || fail "cannot build the posix_spawn program"
+mkdir spawned
+(cd spawned && "$MEMTALLY_BIN" record -q --follow-exec -- ../spawn) || fail "record --follow-exec spawn failed"
+expect_eq "traces of a posix_spawn with its own environment, --follow-exec" 2 "$(ls spawned/*.mtly | wc -l)"
