@@ -161,13 +161,6 @@ struct record_env {
     int ring_fd;            /* the ring's descriptor (common/ring.h), or -1 */
 };
 
-/* "NAME=value" in a string of its own; NULL when out of memory. */
-static char *entry(const char *name, const char *value)
-{
-    char *e;
-    return asprintf(&e, "%s=%s", name, value) < 0 ? NULL : e;
-}
-
 /* In the child, before exec: our environment, unchanged, with the
  * recorder's block after it (common/recenv.h); NULL when out of memory. */
 static char **child_environment(const struct record_env *re, const char *program)
@@ -176,51 +169,23 @@ static char **child_environment(const struct record_env *re, const char *program
     size_t n = 0;
     while (environ[n])
         n++;
+    char out[PATH_MAX + 64];
+    expand(out, sizeof out, re->pattern, getpid(), program);
+    const char *seed = getenv(MTL_ENV_SEED); /* tests: repeatable sampling */
+    struct mtl_env_opts o = {
+        .output = out, .output_pid = getpid(), .pattern = re->pattern,
+        .depth = (unsigned long long)re->depth, .sample_rate = re->sample,
+        .seed = seed ? strtoull(seed, NULL, 10) : 0, .idle = re->idle,
+        .follow_fork = re->follow_fork, .follow_exec = re->follow_exec,
+        .ring_fd = re->ring_fd, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
+    };
+    size_t cap = 3 * PATH_MAX + (o.their_preload ? strlen(o.their_preload) : 0) + 512;
     char **env = calloc(n + MTL_ENV_MAX_BLOCK + 1, sizeof *env);
-    if (!env)
+    char *strings = malloc(cap); /* until exec: never freed */
+    if (!env || !strings)
         return NULL;
     memcpy(env, environ, n * sizeof *env);
-    char **block = env + n, out[PATH_MAX + 64], num[32];
-    size_t k = 1; /* the marker, made last, when the block is counted */
-    expand(out, sizeof out, re->pattern, getpid(), program);
-    block[k++] = entry(MTL_ENV_OUTPUT, out);
-    snprintf(num, sizeof num, "%d", (int)getpid());
-    block[k++] = entry(MTL_ENV_OUTPUT_PID, num);
-    block[k++] = entry(MTL_ENV_PATTERN, re->pattern);
-    snprintf(num, sizeof num, "%ld", re->depth);
-    block[k++] = entry(MTL_ENV_DEPTH, num);
-    if (re->sample) {
-        snprintf(num, sizeof num, "%llu", (unsigned long long)re->sample);
-        block[k++] = entry(MTL_ENV_SAMPLE_RATE, num);
-    }
-    const char *seed = getenv(MTL_ENV_SEED); /* tests: repeatable sampling */
-    if (seed && *seed)
-        block[k++] = entry(MTL_ENV_SEED, seed);
-    if (re->idle)
-        block[k++] = entry(MTL_ENV_IDLE, "1");
-    if (re->follow_fork)
-        block[k++] = entry(MTL_ENV_FOLLOW_FORK, "1");
-    if (re->follow_exec)
-        block[k++] = entry(MTL_ENV_FOLLOW_EXEC, "1");
-    if (re->ring_fd >= 0) {
-        snprintf(num, sizeof num, "%d", re->ring_fd);
-        block[k++] = entry(MTL_ENV_RING, num);
-    }
-    /* Last: ld.so takes the last LD_PRELOAD; the user's stays in place. */
-    const char *old = getenv(MTL_ENV_PRELOAD);
-    char *preload = NULL;
-    if (old && *old)
-        preload = asprintf(&preload, "%s:%s", re->lib, old) < 0 ? NULL : preload;
-    else
-        preload = strdup(re->lib);
-    block[k++] = preload ? entry(MTL_ENV_PRELOAD, preload) : NULL;
-    free(preload);
-    snprintf(num, sizeof num, "%zu", k);
-    block[0] = entry(MTL_ENV_MARKER, num);
-    for (size_t i = 0; i < k; i++)
-        if (!block[i])
-            return NULL;
-    return env;
+    return mtl_env_block_make(&o, strings, cap, env + n) ? env : NULL;
 }
 
 int cmd_record(int argc, char **argv)

@@ -52,6 +52,25 @@ static const char *const mtl_env_names[] = {
 /* Entries in a block at most: the marker, every name above once. */
 #define MTL_ENV_MAX_BLOCK 13
 
+/* What a block says; fields 0 or NULL are left out (pattern, depth and
+ * library never are). */
+struct mtl_env_opts {
+    const char *output;          /* the trace of the process of output_pid */
+    long output_pid;
+    const char *pattern;
+    unsigned long long depth, sample_rate, seed;
+    int idle, follow_fork, follow_exec;
+    int ring_fd;                 /* -1: none */
+    const char *library;         /* libmemtally.so, first in LD_PRELOAD */
+    const char *their_preload;   /* the LD_PRELOAD it goes before, or NULL */
+};
+
+/* Makes a block in buf (cap bytes): its entries' addresses into entries,
+ * the marker first, LD_PRELOAD last; how many, or 0 when buf is too
+ * small.  For memtally record and for a followed exec alike. */
+size_t mtl_env_block_make(const struct mtl_env_opts *o, char *buf, size_t cap,
+                          char *entries[MTL_ENV_MAX_BLOCK]);
+
 /* If entry e is NAME=..., its value; else NULL. */
 static inline const char *mtl_env_value(const char *e, const char *name)
 {

@@ -182,17 +182,6 @@ void mtl__env_hide(void)
 
 #define EXEC_STRINGS 16384
 
-/* Appends "name=value" to the strings at *at (of end), returns it or NULL. */
-static char *put_entry(char **at, char *end, const char *name, const char *value)
-{
-    size_t n = mtl__fmt(*at, (size_t)(end - *at), "%s=%s", name, value);
-    if (*at + n + 1 > end)
-        return NULL;
-    char *e = *at;
-    *at += n + 1;
-    return e;
-}
-
 char *const *mtl__env_for_exec(char *const envp[], size_t *made_size)
 {
     *made_size = 0;
@@ -206,41 +195,24 @@ char *const *mtl__env_for_exec(char *const envp[], size_t *made_size)
     if (!dladdr((void *)mtl__env_for_exec, &self) || !self.dli_fname)
         return envp;
     size_t size = (n + MTL_ENV_MAX_BLOCK + 1) * sizeof(char *) + EXEC_STRINGS;
-    char **env = mtl__pages_alloc(size);
+    char **env = mtl__pages_alloc(size); /* zeroed: the array ends in NULL */
     if (!env)
         return envp;
-    char *at = (char *)(env + n + MTL_ENV_MAX_BLOCK + 1), *end = (char *)env + size;
     for (size_t i = 0; i < n; i++)
         env[i] = envp[i];
-    char **block = env + n, num[32], preload[8192];
-    k = 1; /* the marker, once the block is counted */
-    block[k++] = put_entry(&at, end, MTL_ENV_PATTERN, mtl__pl.opt.pattern);
-    mtl__fmt(num, sizeof num, "%u", mtl__pl.opt.depth);
-    block[k++] = put_entry(&at, end, MTL_ENV_DEPTH, num);
-    block[k++] = put_entry(&at, end, MTL_ENV_FOLLOW_EXEC, "1");
-    if (mtl__pl.opt.follow_fork)
-        block[k++] = put_entry(&at, end, MTL_ENV_FOLLOW_FORK, "1");
-    if (mtl__pl.opt.sample_rate) {
-        mtl__fmt(num, sizeof num, "%llu", (unsigned long long)mtl__pl.opt.sample_rate);
-        block[k++] = put_entry(&at, end, MTL_ENV_SAMPLE_RATE, num);
+    long theirs = envp ? mtl_env_last(envp, MTL_ENV_PRELOAD) : -1;
+    struct mtl_env_opts o = {
+        .pattern = mtl__pl.opt.pattern, .depth = mtl__pl.opt.depth,
+        .sample_rate = mtl__pl.opt.sample_rate, .seed = mtl__pl.opt.seed,
+        .follow_fork = mtl__pl.opt.follow_fork, .follow_exec = 1, .ring_fd = -1,
+        .library = self.dli_fname,
+        .their_preload = theirs >= 0 ? mtl_env_value(envp[theirs], MTL_ENV_PRELOAD) : NULL,
+    };
+    char *strings = (char *)(env + n + MTL_ENV_MAX_BLOCK + 1);
+    if (!mtl_env_block_make(&o, strings, EXEC_STRINGS, env + n)) {
+        mtl__pages_free(env, size); /* no room: the child goes unfollowed */
+        return envp;
     }
-    if (mtl__pl.opt.seed) {
-        mtl__fmt(num, sizeof num, "%llu", (unsigned long long)mtl__pl.opt.seed);
-        block[k++] = put_entry(&at, end, MTL_ENV_SEED, num);
-    }
-    long old = envp ? mtl_env_last(envp, MTL_ENV_PRELOAD) : -1;
-    const char *theirs = old >= 0 ? mtl_env_value(envp[old], MTL_ENV_PRELOAD) : NULL;
-    mtl__fmt(preload, sizeof preload, "%s%s%s", self.dli_fname, theirs && *theirs ? ":" : "",
-             theirs && *theirs ? theirs : "");
-    block[k++] = put_entry(&at, end, MTL_ENV_PRELOAD, preload);
-    mtl__fmt(num, sizeof num, "%zu", k);
-    block[0] = put_entry(&at, end, MTL_ENV_MARKER, num);
-    block[k] = NULL;
-    for (size_t i = 0; i < k; i++)
-        if (!block[i]) { /* no room: the child goes unfollowed */
-            mtl__pages_free(env, size);
-            return envp;
-        }
     *made_size = size;
     return env;
 }

@@ -122,8 +122,13 @@ void mtl__init(void)
     tls->in_hook++;
     int saved = errno;
     const char *disable = getenv("MEMTALLY_DISABLE");
-    if (disable && !strcmp(disable, "1"))
+    if (disable && !strcmp(disable, "1")) {
+        /* Nothing of ours stays behind: not the ring's descriptor either. */
+        long fd = mtl__env_find() ? env_long(MTL_ENV_RING, -1) : -1;
+        if (fd >= 0)
+            close((int)fd);
         goto out;
+    }
     mtl__pl.start_ns = mtl__monotonic_ns();
     mtl__pl.pid = getpid();
     from_record = mtl__env_find();
