@@ -672,15 +672,13 @@ static void round_locked(int final, unsigned trylock_spins)
     merge_runs(cutoff);
     uint64_t now = mtl__now_ns();
     sample_rss(final ? now : cutoff);
+    if (w.ring) /* for memtally record: was anything allocated at all? */
+        atomic_store(&w.ring->allocations, w.counts.allocations);
     if (final) {
-        if (w.ring)
-            atomic_store(&w.ring->allocations, w.counts.allocations);
         write_end(now, (unsigned)atomic_load(&w.finish_reason), w.finish_detail);
         atomic_store(&w.done, 1);
         return;
     }
-    if (w.ring)
-        atomic_store(&w.ring->allocations, w.counts.allocations);
     /* Through the ring, a block that has waited a round goes: what reached
      * the ring survives any death of the program (SIGKILL included). */
     uint64_t max_age_ms = w.ring ? MTL_RING_BLOCK_AGE_MS : MTL_BLOCK_MAX_AGE_MS;
