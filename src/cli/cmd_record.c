@@ -4,9 +4,10 @@
  * Runs PROGRAM as a child with libmemtally.so in LD_PRELOAD and the
  * options in a block of variables after the environment's own
  * (common/recenv.h; the recorder takes it out before main), writes the
- * trace that comes back through shared memory (record_ring.c), serves the
- * program's control socket (record_control.c), waits for it, and exits
- * the way it did: with its exit code, or by the same signal.  Terminal signals (SIGINT, SIGQUIT) reach the child
+ * trace from the events the program leaves in shared memory
+ * (record_writer.c), serves the program's control socket
+ * (record_control.c), waits for it, and exits the way it did: with its
+ * exit code, or by the same signal.  Terminal signals (SIGINT, SIGQUIT) reach the child
  * directly as it is in our process group; we ignore them meanwhile and
  * pass on the ones sent to us alone (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2).
  */
@@ -26,7 +27,7 @@
 #include "common/recenv.h"
 #include "cli/analysis.h"
 #include "cli/record_control.h"
-#include "cli/record_ring.h"
+#include "cli/record_writer.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
 
@@ -158,7 +159,7 @@ struct record_env {
     long depth;
     uint64_t sample;
     int idle, follow_fork, follow_exec;
-    int ring_fd;            /* the ring's descriptor (common/ring.h), or -1 */
+    int ring_fd;            /* the region's descriptor (common/region.h), or -1 */
 };
 
 /* In the child, before exec: our environment, unchanged, with the
@@ -304,10 +305,11 @@ int cmd_record(int argc, char **argv)
         cli_error("record: pipe: %s", strerror(errno));
         return 1;
     }
-    /* The trace comes back through shared memory and is written here
-     * (record_ring.c); without it, the recorder writes the file itself. */
-    struct record_ring ring;
-    int have_ring = record_ring_create(&ring) == 0;
+    /* The program records into shared memory and the trace is written
+     * here (record_writer.c); without it, the recorder writes the file
+     * itself. */
+    static struct record_writer ring;
+    int have_ring = record_writer_create(&ring) == 0;
     child = fork();
     if (child < 0) {
         cli_error("record: fork: %s", strerror(errno));
@@ -334,12 +336,12 @@ int cmd_record(int argc, char **argv)
     char trace[PATH_MAX + 64];
     expand(trace, sizeof trace, pattern, child, prog[0]);
     int ring_ok = 1;
-    if (have_ring && record_ring_start(&ring, trace) < 0)
+    if (have_ring && record_writer_start(&ring, trace, child) < 0)
         ring_ok = 0;
     /* The program's control socket is ours to serve (record_control.c). */
     struct record_control control = { .running = 0 };
     if (have_ring)
-        record_control_start(&control, ring.r, child);
+        record_control_start(&control, &ring, child);
 
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
@@ -360,7 +362,7 @@ int cmd_record(int argc, char **argv)
         }
     }
     record_control_stop(&control);
-    if (have_ring && record_ring_finish(&ring) < 0)
+    if (have_ring && record_writer_finish(&ring, status) < 0)
         ring_ok = 0;
     int exec_errno = 0;
     ssize_t got = read(sync_pipe[0], &exec_errno, sizeof exec_errno);

@@ -24,7 +24,7 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct tim
 }
 
 /* Hands line to the recorder and waits for its answer, into answer. */
-static void relay(struct mtl_ring *r, const char *line, char *answer, size_t cap)
+static void relay(struct mtl_region *r, const char *line, char *answer, size_t cap)
 {
     if (!atomic_load(&r->ctl_live)) {
         snprintf(answer, cap, "error the program is not recording now (it is ending, "
@@ -65,7 +65,18 @@ static void *serve(void *arg)
         if (mtl_ctl_peer_ok(fd)) {
             char line[MTL_CTL_LINE], answer[MTL_CTL_ANSWER];
             int n = mtl_ctl_read_line(fd, line, sizeof line, MTL_CTL_TIMEOUT_MS);
-            if (n > 0) {
+            if (n > 0 && !strncmp(line, "dump ", 5) && line[5]) {
+                /* memtally record writes the trace: the dump is ours. */
+                int err = record_writer_dump(rc->rw, line + 5);
+                if (err == -EINVAL)
+                    snprintf(answer, sizeof answer, "error no trace is being recorded\n");
+                else if (err < 0)
+                    snprintf(answer, sizeof answer, "error cannot write %s: %s\n", line + 5,
+                             strerror(-err));
+                else
+                    snprintf(answer, sizeof answer, "ok\n");
+                mtl_ctl_write(fd, answer, strlen(answer), MTL_CTL_TIMEOUT_MS);
+            } else if (n > 0) {
                 relay(rc->r, line, answer, sizeof answer);
                 mtl_ctl_write(fd, answer, strlen(answer), MTL_CTL_TIMEOUT_MS);
             } else if (n == -E2BIG) {
@@ -78,14 +89,15 @@ static void *serve(void *arg)
     return NULL;
 }
 
-int record_control_start(struct record_control *rc, struct mtl_ring *r, pid_t pid)
+int record_control_start(struct record_control *rc, struct record_writer *rw, pid_t pid)
 {
     memset(rc, 0, sizeof *rc);
     rc->fd = -1;
     const char *env = getenv("MEMTALLY_CONTROL");
     if (env && !strcmp(env, "0"))
         return 0;
-    rc->r = r;
+    rc->rw = rw;
+    rc->r = rw->r;
     if ((rc->wake = eventfd(0, EFD_CLOEXEC)) < 0)
         return -1;
     char why[256];

@@ -1,7 +1,7 @@
 /*
  * record_control.h: memtally record serves the control socket of the
  * program it started (common/ctlsock.h), relaying each command to the
- * recorder through the mailbox of the shared region (common/ring.h), so
+ * recorder through the mailbox of the shared region (common/region.h), so
  * that the program holds no socket of ours.
  */
 #ifndef MTL_CLI_RECORD_CONTROL_H
@@ -11,10 +11,11 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
-#include "common/ring.h"
+#include "cli/record_writer.h"
 
 struct record_control {
-    struct mtl_ring *r;
+    struct record_writer *rw; /* dumps are its; the rest goes to the program */
+    struct mtl_region *r;
     int fd;                 /* the listening socket */
     int wake;               /* an eventfd: stop now */
     char path[108];
@@ -25,7 +26,7 @@ struct record_control {
 
 /* Listens for the program pid (unless MEMTALLY_CONTROL is "0"); 0, or -1
  * after saying why (the program then has no live control). */
-int record_control_start(struct record_control *rc, struct mtl_ring *r, pid_t pid);
+int record_control_start(struct record_control *rc, struct record_writer *rw, pid_t pid);
 
 /* The program has ended: stops serving and removes the socket. */
 void record_control_stop(struct record_control *rc);

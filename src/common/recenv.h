@@ -36,7 +36,7 @@
 #define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
 #define MTL_ENV_PRELOAD     "LD_PRELOAD"
 #define MTL_ENV_RING        "MEMTALLY_RING"       /* descriptor of the ring
-                                                     (common/ring.h) for the
+                                                     (common/region.h) for the
                                                      process of OUTPUT_PID */
 
 /* Every name a block may hold, the marker first. */

@@ -61,7 +61,10 @@ int mtl__begin_trace(const char *path, int start_thread)
     int rc = mtl__writer_begin(expanded, clobber, start_thread);
     if (rc == 0) {
         api.traces++;
-        mtl__install_signal_handlers();
+        /* Under memtally record nothing needs flushing at a fatal signal:
+         * memtally record has every event. */
+        if (mtl__pl.region != mtl__pl.shared)
+            mtl__install_signal_handlers();
     }
     return rc;
 }

@@ -4,7 +4,7 @@
  * the protocol and where the socket lives).
  *
  * Two ways in.  A process started by `memtally record` is served through
- * the shared region memtally record made (common/ring.h): memtally record
+ * the shared region memtally record made (common/region.h): memtally record
  * owns the socket and relays each command to a mailbox there, which a
  * thread of ours answers; the program then holds no descriptor of ours.
  * Any other process (a followed child, a program that starts recording
@@ -45,7 +45,7 @@
 #include <unistd.h>
 
 #include "common/ctlsock.h"
-#include "common/ring.h"
+#include "common/region.h"
 
 #define CONTROL_FD_MIN 920      /* descriptors kept out of the program's way */
 #define WAKE_MS 1000            /* the thread checks whether it is stopped */
@@ -153,7 +153,7 @@ static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct tim
 
 static void *mailbox_main(void *arg)
 {
-    struct mtl_ring *r = arg;
+    struct mtl_region *r = arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -181,7 +181,7 @@ static void *mailbox_main(void *arg)
  * one: 1 when it does (or already did), 0 when it has none. */
 static int start_mailbox(void)
 {
-    struct mtl_ring *r = mtl__pl.mailbox;
+    struct mtl_region *r = mtl__pl.mailbox;
     if (!r || mtl__pl.mailbox_pid != (int)getpid())
         return 0;
     if (atomic_exchange(&ctl.mailbox_on, 1))

@@ -149,9 +149,9 @@ HOOK_INLINE void note_alloc_skip(struct mtl__tls *tls, void *p, size_t size, uns
     if (mtl__pl.opt.sample_rate && mtl__sampled_add((uint64_t)(uintptr_t)p) < 0)
         return;
     int saved = errno;
-    struct mtl__tstate *ts = mtl__thread_state();
+    struct mtl_tstate *ts = mtl__thread_state();
     if (ts) {
-        uint32_t stack = mtl__capture_stack(ts, skip);
+        uint32_t stack = mtl__capture_stack(mtl__tls.slot, skip);
         mtl__record_alloc((uint64_t)(uintptr_t)p, size, stack);
     }
     tls->last_alloc = p;
@@ -272,8 +272,8 @@ HOOK_INLINE void *realloc_common(void *p, size_t size, size_t nmemb, int array)
     if (sampled && !hit && q && total)
         hit = mtl__sample_hit(tls, total);
     int new_known = q && (!sampled || (hit && mtl__sampled_add((uint64_t)(uintptr_t)q) == 0));
-    struct mtl__tstate *ts = mtl__thread_state();
-    uint32_t stack = (new_known && ts) ? mtl__capture_stack(ts, 0) : 0;
+    struct mtl_tstate *ts = mtl__thread_state();
+    uint32_t stack = (new_known && ts) ? mtl__capture_stack(mtl__tls.slot, 0) : 0;
     if (old_known)
         mtl__end_pending_realloc(t_free, (uint64_t)(uintptr_t)p, freed,
                                  new_known ? (uint64_t)(uintptr_t)q : 0, total, stack);

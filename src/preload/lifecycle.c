@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "common/recenv.h"
-#include "common/ring.h"
+#include "common/region.h"
 #include "preload/control.h"
 #include "trace/format.h"
 
@@ -85,23 +85,25 @@ static void read_options(void)
     o->seed = seed > 0 ? (uint64_t)seed : 0;
 }
 
-/* The ring memtally record made for this process (common/ring.h): mapped,
- * and its descriptor closed at once, so that the program never has it. */
-static void take_ring(void)
+/* The region memtally record made for this process (common/region.h):
+ * mapped, and its descriptor closed at once, so that the program never has
+ * it.  memtally record writes the trace from it. */
+static void take_region(void)
 {
     long fd = env_long(MTL_ENV_RING, -1);
     if (fd < 0 || env_long(MTL_ENV_OUTPUT_PID, -1) != (long)getpid())
         return;
-    void *p = mmap(NULL, MTL_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+    size_t size = mtl_region_size();
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, (int)fd, 0);
     close((int)fd);
     if (p == MAP_FAILED)
         return;
-    struct mtl_ring *r = p;
-    if (r->magic != MTL_RING_MAGIC || atomic_exchange(&r->attached, 1)) {
-        munmap(p, MTL_RING_SIZE);
+    struct mtl_region *r = p;
+    if (r->magic != MTL_REGION_MAGIC || r->size != size || atomic_exchange(&r->attached, 1)) {
+        munmap(p, size);
         return;
     }
-    mtl__pl.ring = r;
+    mtl__pl.shared = r;
     mtl__pl.mailbox = r;
     mtl__pl.mailbox_pid = getpid();
 }
@@ -134,8 +136,11 @@ void mtl__init(void)
     from_record = mtl__env_find();
     read_options();
     if (from_record)
-        take_ring();
-    if (mtl__events_init() < 0 || mtl__stacks_init() < 0 ||
+        take_region();
+    struct mtl_region *r = mtl__pl.shared ? mtl__pl.shared : mtl_region_new_private();
+    if (r)
+        mtl__events_use_region(r);
+    if (!r || mtl__events_init() < 0 || mtl__stacks_init() < 0 ||
         mtl__modules_init() < 0) {
         mtl__say("cannot set up recording (out of memory); the program runs unprofiled");
         goto out;
@@ -187,6 +192,14 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+    /* memtally record's region is the parent's: the child goes on in one
+     * of its own (recording or not, it must not touch the parent's). */
+    int on_shared = mtl__pl.region == mtl__pl.shared;
+    if (on_shared && mtl__events_go_private() < 0) {
+        atomic_store(&mtl__pl.state, MTL_OFF);
+        mtl__tls.in_hook--; /* the child never records: leave it all */
+        return;
+    }
     mtl__sampled_atfork(2);
     mtl__events_atfork(2);
     mtl__stacks_atfork(2);
@@ -237,6 +250,13 @@ void mtl__after_failed_exec(void)
     mtl__control_start();
 }
 
+/* Under memtally record the region outlives us: what happens until the
+ * process is gone is recorded, and memtally record writes the end. */
+static int writer_outside(void)
+{
+    return mtl__pl.region && mtl__pl.region == mtl__pl.shared;
+}
+
 void mtl__before_exit_now(void)
 {
     mtl__control_stop();
@@ -244,7 +264,9 @@ void mtl__before_exit_now(void)
         return;
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 5000);
-    atomic_store(&mtl__pl.state, MTL_FINISHED);
+    if (!writer_outside())
+        atomic_store(&mtl__pl.state, MTL_FINISHED);
+    mtl__tls.in_hook--;
 }
 
 /* --- fatal signals (signals.c installs the handlers) ------------------- */
@@ -338,7 +360,7 @@ __attribute__((constructor)) static void memtally_constructor(void)
     if (mtl__pl.ready)
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     int st = atomic_load(&mtl__pl.state);
-    if (st == MTL_RECORDING || st == MTL_PAUSED) {
+    if ((st == MTL_RECORDING || st == MTL_PAUSED) && !writer_outside()) {
         if (mtl__writer_start() < 0)
             mtl__say("cannot start the writer thread; events are written at exit");
         mtl__install_signal_handlers();
@@ -373,7 +395,8 @@ static void finish_at_exit(void *unused)
         free_cxx_pool();
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
-    atomic_store(&mtl__pl.state, MTL_FINISHED);
+    if (!writer_outside())
+        atomic_store(&mtl__pl.state, MTL_FINISHED);
     mtl__tls.in_hook--;
 }
 

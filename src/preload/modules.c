@@ -8,6 +8,9 @@
  * counters (dlpi_adds, dlpi_subs) moved, which catches objects that libc
  * loads itself (NSS, iconv).  When an object went away its addresses may
  * later mean other code, so the stack table forgets them.
+ *
+ * The table lives in the region (common/region.h), for the writer, which
+ * writes each module's records once; its lock is the region's mod_lock.
  */
 #include "preload/preload.h"
 
@@ -21,44 +24,41 @@
 #include "common/varint.h"
 #include "trace/format.h"
 
-#define MAX_MODULES 8192
-#define MAX_SEGMENTS 8
-#define MAX_BUILD_ID 64
-#define PATH_ARENA (4u << 20)
-
-struct module {
-    const char *path;
-    uint64_t base;
-    uint8_t build_id[MAX_BUILD_ID];
-    uint32_t build_id_size;
-    uint32_t nseg;
-    struct { uint64_t vaddr, memsz; uint32_t flags; } seg[MAX_SEGMENTS];
-    uint64_t load_ns, unload_ns;
-    int loaded, seen, emitted_load, emitted_unload;
-};
-
 static struct {
-    pthread_mutex_t mu;
-    struct module *mod;     /* MAX_MODULES entries, mmap'd */
-    uint32_t n;
-    char *arena;            /* path strings */
-    size_t arena_used;
     unsigned long long adds, subs;
-    uint32_t emit_next;     /* first module whose load may be unwritten */
-} md = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} md;
 
-static const char *keep_path(const char *s)
+#define R (mtl__pl.region)
+
+static void lock(void)
 {
-    size_t n = strlen(s) + 1;
-    if (md.arena_used + n > PATH_ARENA)
-        return "";
-    char *p = md.arena + md.arena_used;
-    memcpy(p, s, n);
-    md.arena_used += n;
-    return p;
+    mtl_spin_lock(&R->mod_lock);
 }
 
-static void read_build_id(struct module *m, const struct dl_phdr_info *info)
+static void unlock(void)
+{
+    mtl_spin_unlock(&R->mod_lock);
+}
+
+/* With the lock held: a copy of s in the region's path arena. */
+static void keep_path(struct mtl_region_module *m, const char *s)
+{
+    size_t n = strlen(s);
+    m->path_off = m->path_len = 0;
+    if (R->arena_used + n + 1 > MTL_PATH_ARENA)
+        return;
+    memcpy(mtl_region_arena(R) + R->arena_used, s, n + 1);
+    m->path_off = R->arena_used;
+    m->path_len = (uint32_t)n;
+    R->arena_used += (uint32_t)n + 1;
+}
+
+static int same_path(const struct mtl_region_module *m, const char *s)
+{
+    return strlen(s) == m->path_len && memcmp(mtl_region_arena(R) + m->path_off, s, m->path_len) == 0;
+}
+
+static void read_build_id(struct mtl_region_module *m, const struct dl_phdr_info *info)
 {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -74,7 +74,7 @@ static void read_build_id(struct module *m, const struct dl_phdr_info *info)
             if (next > end)
                 break;
             if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= MAX_BUILD_ID) {
+                memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= MTL_MODULE_BUILD_ID) {
                 memcpy(m->build_id, desc, nh->n_descsz);
                 m->build_id_size = nh->n_descsz;
                 return;
@@ -146,20 +146,21 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
                 break;
             }
     }
-    for (uint32_t i = 0; i < md.n; i++) {
-        struct module *m = &md.mod[i];
-        if (m->loaded && m->base == info->dlpi_addr && strcmp(m->path, path) == 0) {
+    uint32_t nm = atomic_load(&R->nmodules);
+    for (uint32_t i = 0; i < nm; i++) {
+        struct mtl_region_module *m = mtl_region_module(R, i);
+        if (m->loaded && m->base == info->dlpi_addr && same_path(m, path)) {
             m->seen = 1;
             return 0;
         }
     }
-    if (md.n >= MAX_MODULES)
+    if (nm >= MTL_MAX_MODULES)
         return 0;
-    struct module *m = &md.mod[md.n];
+    struct mtl_region_module *m = mtl_region_module(R, nm);
     memset(m, 0, sizeof *m);
-    m->path = keep_path(path);
+    keep_path(m, path);
     m->base = info->dlpi_addr;
-    for (int i = 0; i < info->dlpi_phnum && m->nseg < MAX_SEGMENTS; i++) {
+    for (int i = 0; i < info->dlpi_phnum && m->nseg < MTL_MODULE_SEGMENTS; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD)
             continue;
@@ -171,43 +172,41 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     read_build_id(m, info);
     m->load_ns = mtl__now_ns();
     m->loaded = m->seen = 1;
-    md.n++;
+    atomic_store_explicit(&R->nmodules, nm + 1, memory_order_release);
     return 0;
 }
 
-static void rescan_locked(void)
+static int rescan_locked(void)
 {
     int unloaded = 0;
-    for (uint32_t i = 0; i < md.n; i++)
-        md.mod[i].seen = 0;
+    for (uint32_t i = 0; i < atomic_load(&R->nmodules); i++)
+        mtl_region_module(R, i)->seen = 0;
     dl_iterate_phdr(scan_one, NULL);
-    for (uint32_t i = 0; i < md.n; i++) {
-        struct module *m = &md.mod[i];
+    for (uint32_t i = 0; i < atomic_load(&R->nmodules); i++) {
+        struct mtl_region_module *m = mtl_region_module(R, i);
         if (m->loaded && !m->seen) {
             m->loaded = 0;
             m->unload_ns = mtl__now_ns();
             unloaded = 1;
         }
     }
-    if (unloaded)
-        mtl__stacks_forget_addresses();
+    return unloaded;
 }
 
 int mtl__modules_init(void)
 {
-    md.mod = mtl__pages_alloc(MAX_MODULES * sizeof *md.mod);
-    md.arena = mtl__pages_alloc(PATH_ARENA);
-    if (!md.mod || !md.arena)
-        return -1;
     mtl__modules_rescan();
     return 0;
 }
 
 void mtl__modules_rescan(void)
 {
-    pthread_mutex_lock(&md.mu);
-    rescan_locked();
-    pthread_mutex_unlock(&md.mu);
+    lock();
+    int unloaded = rescan_locked();
+    unlock();
+    /* Outside the lock: the stack table's lock is taken with ours free. */
+    if (unloaded)
+        mtl__stacks_forget_addresses();
 }
 
 static int peek_counters(struct dl_phdr_info *info, size_t size, void *arg)
@@ -222,96 +221,16 @@ int mtl__modules_changed(void)
 {
     unsigned long long c[2] = {0, 0};
     dl_iterate_phdr(peek_counters, c);
-    pthread_mutex_lock(&md.mu);
+    lock();
     int changed = c[0] != md.adds || c[1] != md.subs;
-    pthread_mutex_unlock(&md.mu);
+    unlock();
     return changed;
-}
-
-static size_t module_record(uint8_t *out, size_t cap, uint32_t index,
-                            const struct module *m)
-{
-    size_t plen = strlen(m->path);
-    size_t need = 8 * MTL_VARINT_MAX + plen + m->build_id_size +
-                  m->nseg * 3 * MTL_VARINT_MAX;
-    if (need > cap)
-        return 0;
-    uint8_t *p = out;
-    *p++ = MTL_REC_MODULE_LOAD;
-    p = mtl__put_varint(p, index);
-    p = mtl__put_varint(p, m->load_ns / 1000);
-    p = mtl__put_varint(p, m->base);
-    p = mtl__put_varint(p, plen);
-    memcpy(p, m->path, plen);
-    p += plen;
-    p = mtl__put_varint(p, m->build_id_size);
-    memcpy(p, m->build_id, m->build_id_size);
-    p += m->build_id_size;
-    p = mtl__put_varint(p, m->nseg);
-    for (uint32_t s = 0; s < m->nseg; s++) {
-        p = mtl__put_varint(p, m->seg[s].vaddr);
-        p = mtl__put_varint(p, m->seg[s].memsz);
-        p = mtl__put_varint(p, m->seg[s].flags);
-    }
-    return (size_t)(p - out);
-}
-
-size_t mtl__modules_emit(uint8_t *out, size_t cap, uint64_t unloads_before, int *more)
-{
-    size_t used = 0;
-    *more = 0;
-    pthread_mutex_lock(&md.mu);
-    for (uint32_t i = md.emit_next; i < md.n; i++) {
-        struct module *m = &md.mod[i];
-        if (!unloads_before && !m->emitted_load) {
-            size_t n = module_record(out + used, cap - used, i, m);
-            if (!n) {
-                *more = 1;
-                break;
-            }
-            used += n;
-            m->emitted_load = 1;
-        }
-        if (unloads_before && m->emitted_load && !m->loaded && !m->emitted_unload &&
-            m->unload_ns < unloads_before) {
-            if (cap - used < 1 + 2 * MTL_VARINT_MAX) {
-                *more = 1;
-                break;
-            }
-            uint8_t *p = out + used;
-            *p++ = MTL_REC_MODULE_UNLOAD;
-            p = mtl__put_varint(p, i);
-            p = mtl__put_varint(p, m->unload_ns / 1000);
-            used = (size_t)(p - out);
-            m->emitted_unload = 1;
-        }
-        if (i == md.emit_next && m->emitted_unload)
-            md.emit_next = i + 1; /* nothing more to write for it */
-    }
-    pthread_mutex_unlock(&md.mu);
-    return used;
-}
-
-/* A forked child that records on starts a new trace: every loaded module
- * is written again, the unloaded ones are no longer of interest. */
-void mtl__modules_rewind(void)
-{
-    pthread_mutex_lock(&md.mu);
-    for (uint32_t i = 0; i < md.n; i++) {
-        int gone = !md.mod[i].loaded;
-        md.mod[i].emitted_load = gone;
-        md.mod[i].emitted_unload = gone;
-    }
-    md.emit_next = 0;
-    pthread_mutex_unlock(&md.mu);
 }
 
 void mtl__modules_atfork(int phase)
 {
     if (phase == 0)
-        pthread_mutex_lock(&md.mu);
-    else if (phase == 1)
-        pthread_mutex_unlock(&md.mu);
+        lock();
     else
-        pthread_mutex_init(&md.mu, NULL);
+        unlock(); /* the child's: in the region it goes on in */
 }

@@ -6,9 +6,12 @@
  *
  *   hook (hooks.c) -> unwind + intern the stack (stacks.c)
  *        -> append a fixed-size event to the calling thread's chunk (events.c)
- *   writer thread (writer.c), every MTL_ROUND_MS or when chunks fill:
+ *   all of it in the recorder's region (common/region.h);
+ *   the writer (trace/encoder.h), every MTL_ROUND_MS or when chunks fill:
  *        detach every thread's chunk, merge them by timestamp, encode as
- *        varint records, zstd-compress into a block, write(2) it.
+ *        varint records, zstd-compress into a block, write it.
+ *   Under memtally record the region is shared and memtally record is the
+ *   writer; else a writer thread here runs it (writer.c).
  *
  * Rules for everything reachable from a hook: no malloc, no stdio, no lock
  * that the allocator may hold.  Memory comes from mmap (mtl__pages_alloc),
@@ -23,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/region.h"
+
 #define MTL_HIDDEN __attribute__((visibility("hidden")))
 #define MTL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MTL_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -30,58 +35,11 @@
 #define MTL_MAX_DEPTH 256       /* frames kept at most (--depth) */
 #define MTL_DEFAULT_DEPTH 64
 #define MTL_ROUND_MS 20         /* writer wakes at least this often */
-#define MTL_CHUNK_EVENTS 2048   /* events per chunk: 64 KiB */
-#define MTL_CHUNK_BUDGET 1024   /* chunks at most: 64 MiB of buffers */
-
-/* Event types in chunks (not the file's record types). */
-enum mtl__ev_type {
-    MTL__EV_ALLOC = 1,
-    MTL__EV_FREE,
-    MTL__EV_THREAD_START,   /* a: tid */
-    MTL__EV_THREAD_NAME,    /* a, b: the name, 16 bytes, NUL padded */
-    MTL__EV_THREAD_EXIT,
-};
-
-/* One event in a chunk: 32 bytes.  The time's top 8 bits hold the type so
- * that the struct stays at 32 bytes; 56 bits of nanoseconds last 2 years. */
-struct mtl__ev {
-    uint64_t t_type; /* ns since start << 8 | type */
-    uint64_t a;      /* ALLOC, FREE: ptr */
-    uint64_t b;      /* ALLOC: size */
-    uint32_t stack;  /* ALLOC: stack id */
-    uint32_t thread; /* thread index */
-};
-
-#define MTL__EV_TIME(e) ((e)->t_type >> 8)
-#define MTL__EV_TYPE(e) ((unsigned)((e)->t_type & 0xff))
-
-struct mtl__chunk {
-    struct mtl__chunk *next; /* in the pool's free list or full queue */
-    uint32_t n;              /* events written */
-    uint32_t pos;            /* events the writer has consumed */
-    struct mtl__ev ev[MTL_CHUNK_EVENTS];
-};
-
-/* A thread's recording state, mmap'd and never freed: a thread that exits
- * leaves it for the next new thread to reuse. */
-struct mtl__tstate {
-    struct mtl__tstate *next_all;  /* list of every state, for the writer */
-    atomic_int lock;               /* owner appends, writer detaches */
-    atomic_int in_use;             /* owned by a live thread */
-    struct mtl__chunk *cur;        /* chunk being filled, or NULL */
-    uint64_t pending_ns;           /* UINT64_MAX, or the time of an event
-                                      stamped but not yet appended (realloc) */
-    uint64_t last_ns;              /* latest stamp: stamps strictly rise */
-    uint32_t cache_gen;            /* stack cache generation, see stacks.c */
-    uint32_t index;                /* the owner's thread index */
-    int tid;                       /* the owner's kernel thread id */
-    char name[16];                 /* the name last recorded */
-    struct mtl__stack_cache *cache;
-};
 
 /* The per-thread part that must be reachable without locks. */
 struct mtl__tls {
-    struct mtl__tstate *ts; /* NULL until the thread's first event */
+    struct mtl_tstate *ts;  /* NULL until the thread's first event */
+    uint32_t slot;          /* ts's number in the region */
     uint32_t index;         /* thread index in the trace */
     int in_hook;            /* inside memtally: calls pass straight through */
     int dead;               /* after its exit destructor: use the orphan */
@@ -120,9 +78,10 @@ struct mtl__preload {
     uint64_t start_ns;          /* CLOCK_MONOTONIC at start */
     int pid;
     int fd;                     /* the trace, or -1 */
-    struct mtl_ring *ring;      /* memtally record's ring, until a trace
-                                   takes it (writer.c) */
-    struct mtl_ring *mailbox;   /* the same region, for control.c */
+    struct mtl_region *region;  /* where events go */
+    struct mtl_region *shared;  /* memtally record's region, until its
+                                   trace ends (then a private one) */
+    struct mtl_region *mailbox; /* memtally record's region, for control.c */
     int mailbox_pid;            /* the process it belongs to */
     atomic_uint next_thread;    /* next thread index */
 };
@@ -138,16 +97,15 @@ int mtl__write_all(int fd, const void *buf, size_t n) MTL_HIDDEN; /* 0 or -errno
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
     __attribute__((format(printf, 3, 4)));
 int mtl__gettid(void) MTL_HIDDEN;
-void mtl__spin_lock(atomic_int *l) MTL_HIDDEN;
-int mtl__spin_trylock(atomic_int *l, unsigned spins) MTL_HIDDEN;
-static inline void mtl__spin_unlock(atomic_int *l)
-{
-    atomic_store_explicit(l, 0, memory_order_release);
-}
 
-/* events.c: per-thread states, the chunk pool, appending. */
+/* events.c: per-thread states, appending. */
+/* Events go to region r from now on (its states laid out anew). */
+void mtl__events_use_region(struct mtl_region *r) MTL_HIDDEN;
+/* A forked child of a program whose region memtally record shares goes
+ * on in a private copy of it: 0, or -1 when out of memory. */
+int mtl__events_go_private(void) MTL_HIDDEN;
 int mtl__events_init(void) MTL_HIDDEN;
-struct mtl__tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
+struct mtl_tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
 void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
 uint64_t mtl__begin_pending(void) MTL_HIDDEN;   /* realloc: stamp the free */
@@ -155,15 +113,6 @@ void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
                               uint64_t new_ptr, uint64_t size,
                               uint32_t stack) MTL_HIDDEN;
 void mtl__thread_exit(void) MTL_HIDDEN;
-/* Writer: records the names that threads took since they were last read
- * (pthread_setname_np, prctl), from /proc/self/task/TID/comm. */
-void mtl__refresh_thread_names(void) MTL_HIDDEN;
-/* For the writer: detach every thread's chunk into runs; returns the
- * cutoff time below which every event has been collected.  trylock_spins
- * of 0 means wait for every lock. */
-uint64_t mtl__collect(struct mtl__chunk **runs, size_t *nruns, size_t cap,
-                      unsigned trylock_spins) MTL_HIDDEN;
-void mtl__chunk_release(struct mtl__chunk *c) MTL_HIDDEN;
 void mtl__events_after_fork_child(void) MTL_HIDDEN;
 /* A new trace begins: drops what chunks hold, restarts the threads'
  * clocks and says again which threads there are. */
@@ -172,23 +121,14 @@ void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child
 
 /* stacks.c: unwinding and interning. */
 int mtl__stacks_init(void) MTL_HIDDEN;
-uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip) MTL_HIDDEN;
-/* Writer: encodes the nodes defined since the last call (all of them after
- * mtl__stacks_rewind) as one STACK_NODES record; returns bytes or 0. */
-size_t mtl__stacks_emit(uint8_t *out, size_t cap, int *more) MTL_HIDDEN;
-void mtl__stacks_rewind(void) MTL_HIDDEN;
+uint32_t mtl__capture_stack(uint32_t slot, unsigned skip) MTL_HIDDEN;
 void mtl__stacks_forget_addresses(void) MTL_HIDDEN; /* after an unload */
 void mtl__stacks_atfork(int phase) MTL_HIDDEN;
 
 /* modules.c: the module map. */
 int mtl__modules_init(void) MTL_HIDDEN;
 void mtl__modules_rescan(void) MTL_HIDDEN;       /* after dlopen/dlclose */
-int mtl__modules_changed(void) MTL_HIDDEN;       /* cheap check for the writer */
-/* Module records not yet written: with unloads_before 0 the loads, else
- * the unloads that happened before that time (ns since start). */
-size_t mtl__modules_emit(uint8_t *out, size_t cap, uint64_t unloads_before,
-                         int *more) MTL_HIDDEN;
-void mtl__modules_rewind(void) MTL_HIDDEN;
+int mtl__modules_changed(void) MTL_HIDDEN;       /* cheap check */
 void mtl__modules_atfork(int phase) MTL_HIDDEN;
 
 /* writer.c: the background writer. */

@@ -20,8 +20,9 @@
  * confused (odds about 2^-64 per pair), a risk docs/DESIGN.md accepts for
  * the speed.
  *
- * The node arrays are reserved once (MAP_NORESERVE) and never move, so the
- * writer reads nodes below the published count without the lock.
+ * The node arrays live in the region (common/region.h), reserved once and
+ * never moved, so the writer (memtally record, or our writer thread) reads
+ * nodes below the published count without the lock.
  */
 #include "preload/preload.h"
 
@@ -32,7 +33,6 @@
 #include "common/varint.h"
 #include "trace/format.h"
 
-#define MAX_NODES (1u << 26)        /* 64 Mi nodes: 768 MiB reserved */
 #define CACHE_BITS 12
 
 struct cache_entry {
@@ -42,7 +42,8 @@ struct cache_entry {
     uint32_t depth;
 };
 
-struct mtl__stack_cache {
+struct stack_cache {
+    uint32_t gen;
     struct cache_entry e[1u << CACHE_BITS];
 };
 
@@ -58,16 +59,19 @@ struct stack_table {
 
 static struct {
     pthread_mutex_t mu;
-    uint32_t *parent;      /* parent[id]; node 0 is the root (no frame) */
-    uint64_t *addr;        /* addr[id] */
-    atomic_uint n;         /* nodes defined */
-    uint32_t emitted;      /* nodes written to the trace (writer only) */
     uint32_t *slots;       /* open addressing: node ids, 0 = empty */
     size_t nslots;
     atomic_uint gen;       /* bumped when addresses may mean other code */
     _Atomic(struct stack_table *) table;
     unsigned skip;         /* frames of memtally itself atop every stack */
+    /* Each thread state's cache, kept for the next thread that takes it. */
+    struct stack_cache *cache[MTL_MAX_STATES];
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* The nodes, in the region: parent[id] (node 0 is the root, no frame) and
+ * addr[id]. */
+#define PARENT (mtl_region_parents(mtl__pl.region))
+#define ADDR (mtl_region_addrs(mtl__pl.region))
 
 static inline uint64_t mix(uint64_t h)
 {
@@ -88,11 +92,13 @@ static int grow_slots(void)
     uint32_t *s = mtl__pages_alloc(n * sizeof *s);
     if (!s)
         return -1;
-    uint32_t count = atomic_load(&st.n);
+    uint32_t count = atomic_load(&mtl__pl.region->nnodes);
+    const uint32_t *parent = PARENT;
+    const uint64_t *addr = ADDR;
     for (uint32_t id = 1; id < count; id++) {
         if (!st.slots)
             break;
-        size_t i = node_slot(st.parent[id], st.addr[id]) & (n - 1);
+        size_t i = node_slot(parent[id], addr[id]) & (n - 1);
         while (s[i])
             i = (i + 1) & (n - 1);
         s[i] = id;
@@ -158,14 +164,10 @@ static void table_add(uint64_t h, uint64_t leaf, uint32_t depth, uint32_t id)
 
 int mtl__stacks_init(void)
 {
-    st.parent = mtl__pages_alloc((size_t)MAX_NODES * sizeof *st.parent);
-    st.addr = mtl__pages_alloc((size_t)MAX_NODES * sizeof *st.addr);
     struct stack_table *t = new_table(1u << 14);
-    if (!st.parent || !st.addr || !t || grow_slots() < 0)
+    if (!t || grow_slots() < 0)
         return -1;
     atomic_store(&st.table, t);
-    atomic_store(&st.n, 1);
-    st.emitted = 1;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     /* unw_backtrace's own frame and the hook's are not the program's. */
     st.skip = 2;
@@ -176,7 +178,10 @@ int mtl__stacks_init(void)
  * when the table is full. */
 static uint32_t child(uint32_t parent, uint64_t addr)
 {
-    uint32_t count = atomic_load_explicit(&st.n, memory_order_relaxed);
+    _Atomic uint32_t *n = &mtl__pl.region->nnodes;
+    uint32_t *parents = PARENT;
+    uint64_t *addrs = ADDR;
+    uint32_t count = atomic_load_explicit(n, memory_order_relaxed);
     if ((size_t)count * 2 >= st.nslots) {
         if (grow_slots() < 0)
             return 0;
@@ -187,15 +192,15 @@ static uint32_t child(uint32_t parent, uint64_t addr)
         uint32_t id = st.slots[i];
         if (!id)
             break;
-        if (st.parent[id] == parent && st.addr[id] == addr)
+        if (parents[id] == parent && addrs[id] == addr)
             return id;
     }
-    if (count >= MAX_NODES)
+    if (count >= MTL_MAX_NODES)
         return 0;
-    st.parent[count] = parent;
-    st.addr[count] = addr;
+    parents[count] = parent;
+    addrs[count] = addr;
     st.slots[i] = count;
-    atomic_store_explicit(&st.n, count + 1, memory_order_release);
+    atomic_store_explicit(n, count + 1, memory_order_release);
     return count;
 }
 
@@ -215,7 +220,7 @@ static uint32_t intern(void *const *frames, int n, uint64_t h)
     return id;
 }
 
-uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip)
+uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
 {
     void *buf[MTL_MAX_DEPTH + 8];
     unsigned drop = st.skip + skip;
@@ -230,23 +235,31 @@ uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip)
         h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x9e3779b97f4a7c15ull;
     h = mix(h);
 
-    struct mtl__stack_cache *cache = ts->cache;
-    if (MTL_UNLIKELY(!cache)) {
-        cache = ts->cache = mtl__pages_alloc(sizeof *cache);
-        ts->cache_gen = atomic_load(&st.gen);
+    /* Slot 0 is shared by threads past their exit: no cache. */
+    struct stack_cache *cache = st.cache[slot];
+    if (MTL_UNLIKELY(!cache && slot)) {
+        cache = st.cache[slot] = mtl__pages_alloc(sizeof *cache);
+        if (cache)
+            cache->gen = atomic_load(&st.gen);
     }
     uint32_t gen = atomic_load_explicit(&st.gen, memory_order_acquire);
-    if (MTL_UNLIKELY(cache && ts->cache_gen != gen)) {
+    if (MTL_UNLIKELY(cache && cache->gen != gen)) {
         memset(cache, 0, sizeof *cache);
-        ts->cache_gen = gen;
+        cache->gen = gen;
     }
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     struct cache_entry *e = cache ? &cache->e[h & ((1u << CACHE_BITS) - 1)] : NULL;
     if (e && e->hash == h && e->leaf == leaf && e->depth == (uint32_t)n && e->id)
         return e->id;
     uint32_t id = table_find(h, leaf, (uint32_t)n);
-    if (!id)
+    if (!id) {
+        /* A stack never seen may run in code that libc loaded by itself
+         * (NSS, iconv): the module map first, so that the writer, which
+         * may be another process, finds the module before the nodes. */
+        if (mtl__modules_changed())
+            mtl__modules_rescan();
         id = intern(frames, n, h);
+    }
     if (e && id) {
         e->hash = h;
         e->leaf = leaf;
@@ -254,38 +267,6 @@ uint32_t mtl__capture_stack(struct mtl__tstate *ts, unsigned skip)
         e->id = id;
     }
     return id;
-}
-
-size_t mtl__stacks_emit(uint8_t *out, size_t cap, int *more)
-{
-    uint32_t end = atomic_load_explicit(&st.n, memory_order_acquire);
-    uint32_t first = st.emitted;
-    *more = 0;
-    if (first >= end || cap < 32)
-        return 0;
-    /* Room for the record header, then about 20 bytes a node at most. */
-    size_t fit = (cap - 16) / (2 * MTL_VARINT_MAX);
-    if (end - first > fit) {
-        end = first + (uint32_t)fit;
-        *more = 1;
-    }
-    uint8_t *p = out;
-    *p++ = MTL_REC_STACK_NODES;
-    p = mtl__put_varint(p, first);
-    p = mtl__put_varint(p, end - first);
-    for (uint32_t id = first; id < end; id++) {
-        uint32_t parent = st.parent[id];
-        uint64_t paddr = parent ? st.addr[parent] : 0;
-        p = mtl__put_varint(p, id - parent);
-        p = mtl__put_varint(p, mtl__zigzag((int64_t)(st.addr[id] - paddr)) << 1);
-    }
-    st.emitted = end;
-    return (size_t)(p - out);
-}
-
-void mtl__stacks_rewind(void)
-{
-    st.emitted = 1;
 }
 
 void mtl__stacks_forget_addresses(void)

@@ -89,35 +89,3 @@ int mtl__gettid(void)
 {
     return (int)syscall(SYS_gettid);
 }
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-void mtl__spin_lock(atomic_int *l)
-{
-    for (unsigned i = 0;; i++) {
-        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
-            return;
-        if (i > 64)
-            sched_yield();
-        else
-            cpu_relax();
-    }
-}
-
-int mtl__spin_trylock(atomic_int *l, unsigned spins)
-{
-    for (unsigned i = 0; i < spins; i++) {
-        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
-            return 1;
-        if (i > 64)
-            sched_yield();
-        else
-            cpu_relax();
-    }
-    return 0;
-}

@@ -1,0 +1,303 @@
+/* record_writer.c: see record_writer.h. */
+#include "cli/record_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/tracefile.h"
+
+#define ROUND_MS 20
+#define BLOCK_AGE_MS 20 /* blocks reach the file within a round or so */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int record_writer_create(struct record_writer *rw)
+{
+    memset(rw, 0, sizeof *rw);
+    rw->memfd = rw->first = rw->out = -1;
+    pthread_mutex_init(&rw->mu, NULL);
+    /* Not close-on-exec: the program inherits it, maps it, closes it. */
+    int fd = memfd_create("memtally-region", 0);
+    if (fd < 0)
+        return -errno;
+    size_t size = mtl_region_size();
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, (off_t)size) == 0)
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    rw->r = mtl_region_init(p);
+    atomic_store(&rw->r->beat, now_ns());
+    rw->memfd = fd;
+    return 0;
+}
+
+/* --- the sink ------------------------------------------------------------ */
+
+static int sink(void *ctx, const void *p, size_t n)
+{
+    struct record_writer *rw = ctx;
+    const char *s = p;
+    while (n > 0) {
+        ssize_t w = write(rw->out, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            if (!rw->err) {
+                rw->err = e;
+                cli_error("record: cannot write %s: %s; the trace is incomplete", rw->out_path,
+                          strerror(e));
+            }
+            atomic_store(&rw->r->gone, 1); /* the recorder stops, and never waits */
+            return -e;
+        }
+        s += w;
+        n -= (size_t)w;
+        rw->written += (size_t)w;
+    }
+    return 0;
+}
+
+/* --- beginning and ending traces ----------------------------------------- */
+
+/* A path the program gave: its /proc/self is the program's. */
+static void program_path(const struct record_writer *rw, const char *path, char *out, size_t cap)
+{
+    if (!strncmp(path, "/proc/self/", 11))
+        snprintf(out, cap, "/proc/%d/%s", (int)rw->pid, path + 11);
+    else
+        snprintf(out, cap, "%s", path);
+}
+
+/* Opens the file of a new trace: the one made before the program ran, for
+ * its first; else path (clobber), or path, path.1, ... never overwriting. */
+static int open_trace(struct record_writer *rw, const char *path, int clobber, char *used,
+                      size_t cap)
+{
+    if (rw->first >= 0 && !strcmp(path, rw->path)) {
+        int fd = rw->first;
+        rw->first = -1;
+        snprintf(used, cap, "%s", path);
+        return fd;
+    }
+    if (clobber) {
+        snprintf(used, cap, "%s", path);
+        return mtl_trace_create(path);
+    }
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(used, cap, "%s", path);
+        else if ((size_t)snprintf(used, cap, "%s.%d", path, i) >= cap)
+            return -ENAMETOOLONG;
+        int fd = mtl_trace_create_new(used);
+        if (fd != -EEXIST)
+            return fd;
+    }
+    return -EEXIST;
+}
+
+static void close_trace(struct record_writer *rw)
+{
+    if (rw->out >= 0 && close(rw->out) < 0 && !rw->err) {
+        rw->err = errno;
+        cli_error("record: cannot write %s: %s; the trace is incomplete", rw->out_path,
+                  strerror(rw->err));
+    }
+    rw->out = -1;
+    rw->allocations += rw->enc.allocations;
+    atomic_store(&rw->r->done, 1);
+}
+
+static int begin_trace(struct record_writer *rw)
+{
+    char path[4096], used[4096];
+    struct mtl_region *r = rw->r;
+    program_path(rw, r->req_path, path, sizeof path);
+    if (rw->out >= 0)
+        close_trace(rw); /* a trace the program did not end: it is over */
+    int fd = open_trace(rw, path, r->req_clobber, used, sizeof used);
+    if (fd < 0) {
+        cli_error("record: cannot create trace %s: %s", path, mtl_trace_create_error(fd));
+        return fd;
+    }
+    if (mtl_encoder_setup(&rw->enc) < 0) {
+        close(fd);
+        return -ENOMEM;
+    }
+    rw->out = fd;
+    snprintf(rw->out_path, sizeof rw->out_path, "%s", used);
+    atomic_store(&r->done, 0);
+    atomic_store(&r->end_ns, 0);
+    int rc = mtl_encoder_begin(&rw->enc, r, rw->pid, sink, rw);
+    if (rc < 0)
+        return rc;
+    mtl_encoder_refresh_names(&rw->enc);
+    rw->traces++;
+    /* The name used goes back, as the program's own writer would set it. */
+    if (strcmp(path, r->req_path) == 0)
+        snprintf(r->req_path, sizeof r->req_path, "%s", used);
+    return 0;
+}
+
+static void end_trace(struct record_writer *rw, unsigned reason, int detail, int dead)
+{
+    if (rw->out < 0)
+        return;
+    rw->enc.owner_dead = dead;
+    uint64_t until = atomic_load(&rw->r->end_ns);
+    mtl_encoder_round(&rw->enc, !until, until ? until : UINT64_MAX, 0, 0);
+    mtl_encoder_end(&rw->enc, reason, detail);
+    close_trace(rw);
+}
+
+static void answer_request(struct record_writer *rw)
+{
+    struct mtl_region *r = rw->r;
+    uint32_t seq = atomic_load(&r->req_seq);
+    if (seq == atomic_load(&r->ack_seq))
+        return;
+    int rc = 0;
+    if (r->req_kind == MTL_REQ_BEGIN)
+        rc = begin_trace(rw);
+    else if (r->req_kind == MTL_REQ_END)
+        end_trace(rw, MTL_END_STOP, 0, 0);
+    else
+        rc = -EINVAL;
+    r->ack_rc = rc;
+    atomic_store(&r->ack_seq, seq);
+}
+
+/* Whether pid still maps the region (an exec unmaps everything). */
+static int still_mapped(pid_t pid)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    int found = 0;
+    while (!found && fgets(buf, sizeof buf, f))
+        found = strstr(buf, "memtally-region") != NULL;
+    fclose(f);
+    return found;
+}
+
+/* --- the thread ------------------------------------------------------------ */
+
+static void *writer(void *arg)
+{
+    struct record_writer *rw = arg;
+    struct mtl_region *r = rw->r;
+    for (unsigned round = 0;; round++) {
+        atomic_store(&r->beat, now_ns());
+        int done = atomic_load(&rw->child_done); /* before the last look */
+        pthread_mutex_lock(&rw->mu);
+        answer_request(rw);
+        if (rw->out >= 0 && done) {
+            int st = rw->child_status, by_signal = WIFSIGNALED(st);
+            int reason = atomic_load(&r->end_reason);
+            if (by_signal)
+                end_trace(rw, MTL_END_SIGNAL, WTERMSIG(st), 1);
+            else
+                end_trace(rw, reason >= 0 ? (unsigned)reason : MTL_END_EXIT, 0, 1);
+        } else if (rw->out >= 0 && atomic_load(&r->exec_ns) && !still_mapped(rw->pid)) {
+            /* The program is another now: what it did until the exec. */
+            end_trace(rw, MTL_END_EXEC, 0, 1);
+        } else if (rw->out >= 0) {
+            if (round % (1000 / ROUND_MS) == 0)
+                mtl_encoder_refresh_names(&rw->enc);
+            mtl_encoder_round(&rw->enc, 0, UINT64_MAX, 0, BLOCK_AGE_MS);
+        }
+        pthread_mutex_unlock(&rw->mu);
+        if (done)
+            break;
+        mtl_region_sleep(r, ROUND_MS);
+    }
+    atomic_store(&r->gone, 1);
+    return NULL;
+}
+
+int record_writer_start(struct record_writer *rw, const char *path, pid_t pid)
+{
+    close(rw->memfd);
+    rw->memfd = -1;
+    rw->path = path;
+    rw->pid = pid;
+    /* Made now, so that a path we cannot write is said before the
+     * program has run for nothing. */
+    rw->first = mtl_trace_create(path);
+    if (rw->first < 0) {
+        cli_error("record: cannot create trace %s: %s", path, mtl_trace_create_error(rw->first));
+        rw->err = -rw->first;
+        atomic_store(&rw->r->gone, 1);
+        return -1;
+    }
+    if (pthread_create(&rw->thread, NULL, writer, rw) != 0) {
+        atomic_store(&rw->r->gone, 1);
+        rw->err = EAGAIN;
+        return -1;
+    }
+    rw->running = 1;
+    return 0;
+}
+
+int record_writer_dump(struct record_writer *rw, const char *path)
+{
+    pthread_mutex_lock(&rw->mu);
+    int rc = -EINVAL;
+    if (rw->out >= 0 && !rw->enc.ended) {
+        int out = mtl_trace_create(path);
+        int src = out >= 0 ? open(rw->out_path, O_RDONLY | O_CLOEXEC) : -1;
+        if (out < 0)
+            rc = out;
+        else if (src < 0)
+            rc = -errno;
+        else
+            rc = mtl_encoder_dump(&rw->enc, src, out);
+        if (src >= 0)
+            close(src);
+        if (out >= 0 && close(out) < 0 && rc == 0)
+            rc = -errno;
+    }
+    pthread_mutex_unlock(&rw->mu);
+    return rc;
+}
+
+int record_writer_finish(struct record_writer *rw, int status)
+{
+    rw->child_status = status;
+    if (rw->running) {
+        atomic_store(&rw->child_done, 1);
+        mtl_region_wake(rw->r);
+        pthread_join(rw->thread, NULL);
+        rw->running = 0;
+    }
+    if (rw->first >= 0) {
+        /* The recorder never came (the library was not loaded, or
+         * disabled): no trace, as if the file had never been made. */
+        close(rw->first);
+        rw->first = -1;
+        if (!rw->traces && rw->path)
+            unlink(rw->path);
+    }
+    if (rw->r)
+        munmap(rw->r, rw->r->size);
+    rw->r = NULL;
+    return rw->err ? -1 : 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * record_writer.h: memtally record's writer.  The program it starts
+ * records into a region of shared memory (common/region.h) made here; a
+ * thread here runs the encoder (trace/encoder.h) over it and writes the
+ * trace files.  The program holds no descriptor of ours and runs no writer
+ * of ours, and whatever it appended before it died (SIGKILL included) is
+ * still in the region when the thread writes the end.
+ */
+#ifndef MTL_CLI_RECORD_WRITER_H
+#define MTL_CLI_RECORD_WRITER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/region.h"
+#include "trace/encoder.h"
+
+struct record_writer {
+    struct mtl_region *r;
+    int memfd;              /* for the child to inherit; closed at start */
+    const char *path;       /* the first trace's path */
+    int first;              /* its file, made before the program runs */
+    int out;                /* the trace being written, or -1 */
+    char out_path[4096];
+    pid_t pid;
+    pthread_t thread;
+    int running;
+    pthread_mutex_t mu;     /* the encoder: the thread's, or a dump's */
+    struct mtl_encoder enc;
+    atomic_int child_done;  /* the program has ended: write its end, stop */
+    int child_status;       /* its wait status, once done */
+    int err;                /* errno of a failed write, 0 if none */
+    int traces;             /* traces begun */
+    uint64_t written;       /* bytes written to the trace files */
+    uint64_t allocations;   /* recorded in all, at the end */
+};
+
+/* The region, before the program starts: 0 or a negative errno. */
+int record_writer_create(struct record_writer *rw);
+
+/* The program pid runs: creates path (its first trace) and starts the
+ * thread.  0, or -1 (said why). */
+int record_writer_start(struct record_writer *rw, const char *path, pid_t pid);
+
+/* `memtally ctl PID dump FILE`: the trace so far into FILE, with an end.
+ * 0 or a negative errno. */
+int record_writer_dump(struct record_writer *rw, const char *path);
+
+/* The program has ended with status: writes what is left and the end,
+ * stops the thread.  0, or -1 when a trace is incomplete (said why). */
+int record_writer_finish(struct record_writer *rw, int status);
+
+#endif

@@ -1,0 +1,197 @@
+/* region.c: see region.h. */
+#include "common/region.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096u
+
+static size_t round_up(size_t n)
+{
+    return (n + PAGE - 1) & ~(size_t)(PAGE - 1);
+}
+
+/* Offsets of the parts, header first. */
+struct layout {
+    size_t chunks, states, parent, addr, modules, arena, end;
+};
+
+static struct layout layout(void)
+{
+    struct layout l;
+    l.chunks = round_up(sizeof(struct mtl_region));
+    l.states = l.chunks + round_up((size_t)MTL_CHUNK_BUDGET * sizeof(struct mtl_chunk));
+    l.parent = l.states + round_up((size_t)MTL_MAX_STATES * sizeof(struct mtl_tstate));
+    l.addr = l.parent + round_up((size_t)MTL_MAX_NODES * sizeof(uint32_t));
+    l.modules = l.addr + round_up((size_t)MTL_MAX_NODES * sizeof(uint64_t));
+    l.arena = l.modules + round_up((size_t)MTL_MAX_MODULES * sizeof(struct mtl_region_module));
+    l.end = l.arena + round_up(MTL_PATH_ARENA);
+    return l;
+}
+
+size_t mtl_region_size(void)
+{
+    return layout().end;
+}
+
+struct mtl_region *mtl_region_init(void *base)
+{
+    struct layout l = layout();
+    struct mtl_region *r = base;
+    r->size = l.end;
+    r->chunks_off = l.chunks;
+    r->states_off = l.states;
+    r->parent_off = l.parent;
+    r->addr_off = l.addr;
+    r->modules_off = l.modules;
+    r->arena_off = l.arena;
+    atomic_store(&r->end_reason, -1);
+    atomic_store(&r->nnodes, 1); /* node 0: the root, no frame */
+    atomic_store_explicit((_Atomic uint64_t *)&r->magic, MTL_REGION_MAGIC, memory_order_release);
+    return r;
+}
+
+struct mtl_region *mtl_region_new_private(void)
+{
+    void *p = mmap(NULL, mtl_region_size(), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : mtl_region_init(p);
+}
+
+void mtl_region_unmap(struct mtl_region *r)
+{
+    if (r)
+        munmap(r, r->size);
+}
+
+void mtl_region_copy_definitions(struct mtl_region *dst, const struct mtl_region *src)
+{
+    uint32_t n = atomic_load(&src->nnodes);
+    memcpy(mtl_region_parents(dst), mtl_region_parents(src), n * sizeof(uint32_t));
+    memcpy(mtl_region_addrs(dst), mtl_region_addrs(src), n * sizeof(uint64_t));
+    atomic_store(&dst->nnodes, n);
+    uint32_t m = atomic_load(&src->nmodules);
+    memcpy(mtl_region_module(dst, 0), mtl_region_module(src, 0), m * sizeof(struct mtl_region_module));
+    atomic_store(&dst->nmodules, m);
+    memcpy(mtl_region_arena(dst), mtl_region_arena(src), src->arena_used);
+    dst->arena_used = src->arena_used;
+}
+
+/* --- locks --------------------------------------------------------------- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void mtl_spin_lock(atomic_int *l)
+{
+    for (unsigned i = 0;; i++) {
+        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        if (i > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+}
+
+int mtl_spin_trylock(atomic_int *l, unsigned spins)
+{
+    for (unsigned i = 0; i < spins; i++) {
+        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return 1;
+        if (i > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+    return 0;
+}
+
+/* --- the pool ------------------------------------------------------------ */
+
+uint32_t mtl_pool_try_get(struct mtl_region *r)
+{
+    uint32_t id = 0;
+    mtl_spin_lock(&r->pool_lock);
+    if (r->free_head) {
+        id = r->free_head;
+        r->free_head = mtl_region_chunk(r, id)->next;
+    } else if (r->allocated < MTL_CHUNK_BUDGET) {
+        id = ++r->allocated;
+    }
+    mtl_spin_unlock(&r->pool_lock);
+    if (id) {
+        struct mtl_chunk *c = mtl_region_chunk(r, id);
+        c->next = 0;
+        c->pos = 0;
+        atomic_store_explicit(&c->n, 0, memory_order_relaxed);
+    }
+    return id;
+}
+
+void mtl_pool_release(struct mtl_region *r, uint32_t id)
+{
+    mtl_spin_lock(&r->pool_lock);
+    mtl_region_chunk(r, id)->next = r->free_head;
+    r->free_head = id;
+    mtl_spin_unlock(&r->pool_lock);
+}
+
+uint32_t mtl_pool_queue_full(struct mtl_region *r, uint32_t id)
+{
+    mtl_region_chunk(r, id)->next = 0;
+    mtl_spin_lock(&r->pool_lock);
+    if (r->full_tail)
+        mtl_region_chunk(r, r->full_tail)->next = id;
+    else
+        r->full_head = id;
+    r->full_tail = id;
+    uint32_t n = ++r->nfull;
+    mtl_spin_unlock(&r->pool_lock);
+    return n;
+}
+
+struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts)
+{
+    for (;;) {
+        if (ts->cur) {
+            struct mtl_chunk *c = mtl_region_chunk(r, ts->cur);
+            uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+            if (n < MTL_CHUNK_EVENTS)
+                return &c->ev[n];
+            uint32_t full = ts->cur;
+            ts->cur = 0;
+            if (mtl_pool_queue_full(r, full) >= 8)
+                mtl_region_wake(r);
+        }
+        uint32_t id = mtl_pool_try_get(r);
+        if (!id)
+            return NULL;
+        ts->cur = id;
+    }
+}
+
+/* --- waking the writer ---------------------------------------------------- */
+
+void mtl_region_wake(struct mtl_region *r)
+{
+    atomic_fetch_add(&r->wake, 1);
+    /* Not FUTEX_PRIVATE: the writer may be another process. */
+    syscall(SYS_futex, &r->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms)
+{
+    uint32_t seen = atomic_load(&r->wake);
+    struct timespec t = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+    syscall(SYS_futex, &r->wake, FUTEX_WAIT, seen, &t, NULL, 0);
+}

@@ -1,0 +1,248 @@
+/*
+ * region.h: the recorder's memory, laid out at offsets so that it can be
+ * shared: the per-thread event chunks and the pool they come from, the
+ * threads' states, the stack nodes and the module table.  The hooks in the
+ * program write it; a writer reads it and makes the trace file
+ * (trace/encoder.h).  Under `memtally record` the region is a memory file
+ * that memtally record made and the program mapped: memtally record is the
+ * writer, so the program runs no writer of ours, holds no descriptor, and
+ * every event appended before any death of the program (SIGKILL too) is
+ * still there when memtally record writes it.  A program that records by
+ * itself (MEMTALLY=, mtl_start, a followed child) has a private region
+ * and a writer thread of its own.
+ *
+ * No pointers inside: chunk and state numbers, offsets from the region's
+ * start.  Locks are spinlocks in the region, never held across a call into
+ * the allocator; a writer in another process takes them too, and ignores
+ * them once the program is dead.  Written once for both sides; nothing
+ * here allocates.
+ */
+#ifndef MTL_COMMON_REGION_H
+#define MTL_COMMON_REGION_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ctlsock.h"
+
+#define MTL_REGION_MAGIC 0x3147455252544c4dull /* "MLTRREG1" */
+#define MTL_CHUNK_EVENTS 2048   /* events per chunk: 64 KiB */
+#define MTL_CHUNK_BUDGET 1024   /* chunks at most: 64 MiB of buffers */
+#define MTL_MAX_STATES 8192     /* threads alive at once, at most */
+#define MTL_MAX_NODES (1u << 26) /* stack nodes: 768 MiB reserved, sparse */
+#define MTL_MAX_MODULES 8192
+#define MTL_MODULE_SEGMENTS 8
+#define MTL_MODULE_BUILD_ID 64
+#define MTL_PATH_ARENA (4u << 20)
+
+/* Event types in chunks (not the file's record types). */
+enum mtl_cev_type {
+    MTL_CEV_ALLOC = 1,
+    MTL_CEV_FREE,
+    MTL_CEV_THREAD_START,   /* a: tid */
+    MTL_CEV_THREAD_NAME,    /* a, b: the name, 16 bytes, NUL padded */
+    MTL_CEV_THREAD_EXIT,
+};
+
+/* One event in a chunk: 32 bytes.  The time's top 8 bits hold the type so
+ * that the struct stays at 32 bytes; 56 bits of nanoseconds last 2 years. */
+struct mtl_cev {
+    uint64_t t_type; /* ns since start << 8 | type */
+    uint64_t a;      /* ALLOC, FREE: ptr */
+    uint64_t b;      /* ALLOC: size */
+    uint32_t stack;  /* ALLOC: stack id */
+    uint32_t thread; /* thread index */
+};
+
+#define MTL_CEV_TIME(e) ((e)->t_type >> 8)
+#define MTL_CEV_TYPE(e) ((unsigned)((e)->t_type & 0xff))
+
+struct mtl_chunk {
+    uint32_t next;          /* in the free list or the full queue: 1-based */
+    _Atomic uint32_t n;     /* events published (stored after the event) */
+    uint32_t pos;           /* events the writer has consumed */
+    uint32_t pad;
+    struct mtl_cev ev[MTL_CHUNK_EVENTS];
+};
+
+/* A thread's recording state: a thread that exits leaves it for the next
+ * new thread to take. */
+struct mtl_tstate {
+    atomic_int lock;         /* owner appends, writer detaches */
+    atomic_int in_use;       /* owned by a live thread */
+    uint32_t cur;            /* chunk being filled (1-based), or 0 */
+    uint32_t index;          /* the owner's thread index */
+    uint64_t pending_ns;     /* UINT64_MAX, or the time of an event
+                                stamped but not yet appended (realloc) */
+    uint64_t last_ns;        /* latest stamp: stamps strictly rise */
+    int32_t tid;             /* the owner's kernel thread id */
+    char name[16];           /* the name last recorded */
+    char pad[4];
+};
+
+struct mtl_region_module {
+    uint64_t base;
+    uint32_t path_off, path_len;        /* in the path arena */
+    uint8_t build_id[MTL_MODULE_BUILD_ID];
+    uint32_t build_id_size;
+    uint32_t nseg;
+    struct { uint64_t vaddr, memsz; uint32_t flags; } seg[MTL_MODULE_SEGMENTS];
+    uint64_t load_ns, unload_ns;
+    uint32_t loaded, seen;              /* the program's, while it scans */
+    uint32_t emitted_load, emitted_unload; /* the writer's */
+};
+
+/* What the trace's header record says, filled by the program. */
+struct mtl_region_info {
+    int32_t pid, ppid;
+    uint64_t start_unix_us;
+    uint64_t sample_rate;   /* 0: full mode */
+    uint32_t depth;
+    uint32_t cmdline_len;   /* arguments separated by spaces */
+    char exe[4096];
+    char cmdline[8192];
+};
+
+struct mtl_region {
+    uint64_t magic;
+    uint64_t size;
+    uint64_t chunks_off, states_off, parent_off, addr_off, modules_off, arena_off;
+
+    /* The trace's clock: CLOCK_MONOTONIC ns at its start. */
+    _Atomic uint64_t start_ns;
+    struct mtl_region_info info;
+
+    /* The chunk pool (pool_lock): free list, chunks never yet used, the
+     * queue of full chunks for the writer. */
+    atomic_int pool_lock;
+    uint32_t free_head;
+    uint32_t allocated;
+    uint32_t full_head, full_tail, nfull;
+    _Atomic uint32_t wake;      /* futex word the writer sleeps on */
+    _Atomic uint32_t nstates;   /* thread states handed out */
+    _Atomic uint32_t nnodes;    /* stack nodes defined (node 0: the root) */
+
+    /* The module table (mod_lock). */
+    atomic_int mod_lock;
+    _Atomic uint32_t nmodules;
+    uint32_t arena_used;
+    uint32_t mod_emit_next;     /* the writer's: first module with work */
+
+    /* Program -> writer. */
+    _Atomic uint32_t attached;  /* the program took the region */
+    _Atomic int32_t end_reason; /* -1, or why the program ended the trace */
+    _Atomic int32_t end_detail;
+    _Atomic uint64_t end_ns;    /* when: events after it are not written */
+    _Atomic uint64_t exec_ns;   /* an exec is under way since then, or 0 */
+
+    /* Requests to memtally record (writer.c asks, cli/record_writer.c
+     * answers): begin a trace at req_path (the name used comes back in
+     * it), or end the trace at end_ns.  ack_seq = req_seq when done, with
+     * ack_rc 0 or a negative errno. */
+    _Atomic uint32_t req_seq, ack_seq;
+    int32_t req_kind, req_clobber, ack_rc;
+    char req_path[4096];
+
+    /* Writer -> program. */
+    _Atomic uint64_t beat;      /* the writer's CLOCK_MONOTONIC ns, kept fresh */
+    _Atomic uint32_t gone;      /* the writer stopped: never wait for it */
+    _Atomic uint32_t done;      /* the END record is written */
+    _Atomic uint64_t allocations, frees, bytes, live_bytes; /* written so far */
+
+    /* The control mailbox (common/ctlsock.h's protocol): memtally record
+     * puts a command in ctl_line and bumps ctl_req (a futex, shared);
+     * the recorder answers in ctl_answer and sets ctl_ans to ctl_req. */
+    _Atomic uint32_t ctl_live;  /* the recorder answers (not after exec) */
+    _Atomic uint32_t ctl_req;
+    _Atomic uint32_t ctl_ans;
+    char ctl_line[MTL_CTL_LINE];
+    char ctl_answer[MTL_CTL_ANSWER];
+};
+
+enum { MTL_REQ_BEGIN = 1, MTL_REQ_END = 2 };
+
+/* The whole region's size (most of it reserved, never touched). */
+size_t mtl_region_size(void);
+
+/* Lays out a zeroed region of mtl_region_size() bytes at base. */
+struct mtl_region *mtl_region_init(void *base);
+
+/* A private region (anonymous memory), laid out; NULL when out of memory. */
+struct mtl_region *mtl_region_new_private(void);
+void mtl_region_unmap(struct mtl_region *r);
+
+/* Copies the definitions (stack nodes, modules, paths) of src into the
+ * fresh region dst: a process that goes on in a region of its own. */
+void mtl_region_copy_definitions(struct mtl_region *dst, const struct mtl_region *src);
+
+static inline struct mtl_chunk *mtl_region_chunk(const struct mtl_region *r, uint32_t id)
+{
+    return (struct mtl_chunk *)((char *)r + r->chunks_off) + (id - 1);
+}
+
+static inline struct mtl_tstate *mtl_region_state(const struct mtl_region *r, uint32_t i)
+{
+    return (struct mtl_tstate *)((char *)r + r->states_off) + i;
+}
+
+static inline uint32_t *mtl_region_parents(const struct mtl_region *r)
+{
+    return (uint32_t *)((char *)r + r->parent_off);
+}
+
+static inline uint64_t *mtl_region_addrs(const struct mtl_region *r)
+{
+    return (uint64_t *)((char *)r + r->addr_off);
+}
+
+static inline struct mtl_region_module *mtl_region_module(const struct mtl_region *r, uint32_t i)
+{
+    return (struct mtl_region_module *)((char *)r + r->modules_off) + i;
+}
+
+static inline char *mtl_region_arena(const struct mtl_region *r)
+{
+    return (char *)r + r->arena_off;
+}
+
+/* Spinlocks.  trylock: 1 when taken within spins tries. */
+void mtl_spin_lock(atomic_int *l);
+int mtl_spin_trylock(atomic_int *l, unsigned spins);
+static inline void mtl_spin_unlock(atomic_int *l)
+{
+    atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* The pool.  try_get: a chunk (1-based, emptied), or 0 when none is free
+ * and the budget is spent.  queue_full: returns the chunks queued. */
+uint32_t mtl_pool_try_get(struct mtl_region *r);
+void mtl_pool_release(struct mtl_region *r, uint32_t id);
+uint32_t mtl_pool_queue_full(struct mtl_region *r, uint32_t id);
+
+/* With ts locked: a slot for one event, to fill and then publish with
+ * mtl_cev_commit; NULL when no chunk is free (the caller waits or drops). */
+struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts);
+static inline void mtl_cev_commit(struct mtl_region *r, struct mtl_tstate *ts)
+{
+    struct mtl_chunk *c = mtl_region_chunk(r, ts->cur);
+    atomic_store_explicit(&c->n, atomic_load_explicit(&c->n, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+/* With ts locked: a timestamp strictly above the thread's previous one, so
+ * that the writer's merge keeps each thread's events in their order. */
+static inline uint64_t mtl_region_stamp(struct mtl_tstate *ts, uint64_t now)
+{
+    if (now <= ts->last_ns)
+        now = ts->last_ns + 1;
+    ts->last_ns = now;
+    return now;
+}
+
+/* Wakes the writer (a shared futex). */
+void mtl_region_wake(struct mtl_region *r);
+/* The writer: sleeps until woken or timeout_ms passed. */
+void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms);
+
+#endif

@@ -1,0 +1,786 @@
+/* encoder.c: see encoder.h. */
+#include "trace/encoder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "common/varint.h"
+
+#define MTL_BLOCK_TARGET (1u << 20)
+#define STREAM_CAP (MTL_BLOCK_TARGET + (64u << 10))
+#define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
+#define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
+#define WINDOW_INDEX_BITS 10
+_Static_assert(MTL_ENC_WINDOW_INDEX == 1u << WINDOW_INDEX_BITS, "window index size");
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t mtl_encoder_now(const struct mtl_encoder *e)
+{
+    uint64_t now = monotonic_ns(), start = atomic_load(&e->r->start_ns);
+    return now > start ? now - start : 0;
+}
+
+static void *pages(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* "/proc/self/..." or "/proc/PID/..." into buf. */
+static void proc_path(const struct mtl_encoder *e, char *buf, size_t cap, const char *rest)
+{
+    char pid[24] = "self";
+    if (e->pid > 0) {
+        /* By hand: snprintf is not promised to stay off malloc. */
+        char tmp[24];
+        int n = 0;
+        for (unsigned v = (unsigned)e->pid; v; v /= 10)
+            tmp[n++] = (char)('0' + v % 10);
+        for (int i = 0; i < n; i++)
+            pid[i] = tmp[n - 1 - i];
+        pid[n] = '\0';
+    }
+    size_t o = 0;
+    const char *parts[3] = { "/proc/", pid, rest };
+    for (int i = 0; i < 3; i++)
+        for (const char *s = parts[i]; *s && o + 1 < cap; s++)
+            buf[o++] = *s;
+    buf[o] = '\0';
+}
+
+/* --- blocks ------------------------------------------------------------ */
+
+static void fail(struct mtl_encoder *e, int err)
+{
+    e->failed = 1;
+    if (!e->err)
+        e->err = err;
+}
+
+void mtl_encoder_flush(struct mtl_encoder *e)
+{
+    if (e->total == 0 || e->failed)
+        return;
+    /* The payload: the stream lengths, then the streams. */
+    uint8_t *p = mtl__put_varint(e->raw, MTL_STREAMS);
+    for (int i = 0; i < MTL_STREAMS; i++)
+        p = mtl__put_varint(p, e->used[i]);
+    for (int i = 0; i < MTL_STREAMS; i++) {
+        memcpy(p, e->stream[i], e->used[i]);
+        p += e->used[i];
+        e->used[i] = 0;
+    }
+    size_t raw = (size_t)(p - e->raw);
+    e->total = 0;
+    size_t c = ZSTD_compress2(e->zc, e->out + MTL_BLOCK_HEADER_SIZE,
+                              e->out_cap - MTL_BLOCK_HEADER_SIZE, e->raw, raw);
+    if (ZSTD_isError(c)) {
+        fail(e, ENOMEM);
+        return;
+    }
+    mtl__put_u32le(e->out, MTL_BLOCK_MAGIC);
+    mtl__put_u32le(e->out + 4, (uint32_t)c);
+    mtl__put_u32le(e->out + 8, (uint32_t)raw);
+    mtl__put_u32le(e->out + 12, mtl__block_check((uint32_t)c, (uint32_t)raw, e->block_seq));
+    int rc = e->sink(e->sink_ctx, e->out, MTL_BLOCK_HEADER_SIZE + c);
+    e->block_seq++;
+    if (rc < 0)
+        fail(e, -rc);
+}
+
+/* Makes room for n more bytes in every stream, flushing the block if need
+ * be. */
+static inline void reserve(struct mtl_encoder *e, size_t n)
+{
+    for (int i = 0; i < MTL_STREAMS; i++)
+        if (e->used[i] + n > STREAM_CAP) {
+            mtl_encoder_flush(e);
+            return;
+        }
+}
+
+static inline void put_byte(struct mtl_encoder *e, int stream, uint8_t b)
+{
+    e->stream[stream][e->used[stream]++] = b;
+    e->total++;
+}
+
+static inline void put_var(struct mtl_encoder *e, int stream, uint64_t v)
+{
+    uint8_t *p = e->stream[stream] + e->used[stream];
+    size_t n = (size_t)(mtl__put_varint(p, v) - p);
+    e->used[stream] += n;
+    e->total += n;
+}
+
+static void put_str(struct mtl_encoder *e, int stream, const char *str, size_t n)
+{
+    put_var(e, stream, n);
+    memcpy(e->stream[stream] + e->used[stream], str, n);
+    e->used[stream] += n;
+    e->total += n;
+}
+
+/* --- the header -------------------------------------------------------- */
+
+enum { HK_PROGRAM = 1, HK_CMDLINE, HK_PID, HK_PPID, HK_START_UNIX_US, HK_MODE,
+       HK_SAMPLE_RATE, HK_MAX_DEPTH };
+
+static void hdr_int(struct mtl_encoder *e, unsigned key, uint64_t v)
+{
+    put_var(e, MTL_S_MAIN, key);
+    put_var(e, MTL_S_MAIN, 0);
+    put_var(e, MTL_S_MAIN, v);
+}
+
+static void hdr_str(struct mtl_encoder *e, unsigned key, const char *str, size_t n)
+{
+    put_var(e, MTL_S_MAIN, key);
+    put_var(e, MTL_S_MAIN, 1);
+    put_str(e, MTL_S_MAIN, str, n);
+}
+
+static void write_header_record(struct mtl_encoder *e)
+{
+    const struct mtl_region_info *in = &e->r->info;
+    size_t elen = strnlen(in->exe, sizeof in->exe);
+    size_t clen = in->cmdline_len < sizeof in->cmdline ? in->cmdline_len : sizeof in->cmdline;
+    reserve(e, sizeof in->exe + sizeof in->cmdline + 128);
+    put_byte(e, MTL_S_MAIN, MTL_REC_HEADER);
+    put_var(e, MTL_S_MAIN, 8);
+    hdr_str(e, HK_PROGRAM, in->exe, elen);
+    hdr_str(e, HK_CMDLINE, in->cmdline, clen);
+    hdr_int(e, HK_PID, (uint64_t)in->pid);
+    hdr_int(e, HK_PPID, (uint64_t)in->ppid);
+    hdr_int(e, HK_START_UNIX_US, in->start_unix_us);
+    hdr_int(e, HK_MODE, in->sample_rate ? 1 : 0);
+    hdr_int(e, HK_SAMPLE_RATE, in->sample_rate);
+    hdr_int(e, HK_MAX_DEPTH, in->depth);
+}
+
+int mtl_encoder_setup(struct mtl_encoder *e)
+{
+    if (e->zc)
+        return 0;
+    for (int i = 0; i < MTL_STREAMS; i++)
+        if (!e->stream[i] && !(e->stream[i] = pages(STREAM_CAP)))
+            return -ENOMEM;
+    e->raw = pages(RAW_CAP);
+    e->out_cap = ZSTD_compressBound(RAW_CAP) + MTL_BLOCK_HEADER_SIZE;
+    e->out = pages(e->out_cap);
+    e->runs = pages(MAX_RUNS * sizeof *e->runs);
+    e->heap = pages(MAX_RUNS * sizeof *e->heap);
+    if (!e->raw || !e->out || !e->runs || !e->heap)
+        return -ENOMEM;
+    e->zc = ZSTD_createCCtx();
+    if (!e->zc)
+        return -ENOMEM;
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
+    return 0;
+}
+
+int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
+                      mtl_sink_fn sink, void *ctx)
+{
+    /* Whatever the last trace left behind belongs to it. */
+    if (e->r == r)
+        for (size_t i = 0; i < e->nruns; i++)
+            mtl_pool_release(r, e->runs[i]);
+    e->nruns = 0;
+    e->r = r;
+    e->pid = pid;
+    e->sink = sink;
+    e->sink_ctx = ctx;
+    memset(e->used, 0, sizeof e->used);
+    e->total = 0;
+    e->block_seq = 0;
+    memset(e->seen, 0, sizeof e->seen);
+    e->ptr_seq = 0;
+    e->last_us = e->last_ptr = 0;
+    e->cur_thread = UINT32_MAX;
+    e->last_rss = 0;
+    e->allocations = e->frees = e->bytes = 0;
+    e->failed = e->err = e->ended = e->owner_dead = 0;
+    /* Every definition again: a new trace knows nothing of the last. */
+    e->nodes_emitted = 1;
+    mtl_spin_lock(&r->mod_lock);
+    uint32_t nm = atomic_load(&r->nmodules);
+    for (uint32_t i = 0; i < nm; i++) {
+        struct mtl_region_module *m = mtl_region_module(r, i);
+        m->emitted_load = m->emitted_unload = !m->loaded;
+    }
+    r->mod_emit_next = 0;
+    mtl_spin_unlock(&r->mod_lock);
+    e->block_started_ns = mtl_encoder_now(e);
+
+    uint8_t hdr[MTL_FILE_HEADER_SIZE] = {0};
+    memcpy(hdr, MTL_FILE_MAGIC, 8);
+    mtl__put_u32le(hdr + 8, MTL_FORMAT_VERSION);
+    int rc = sink(ctx, hdr, sizeof hdr);
+    if (rc < 0) {
+        fail(e, -rc);
+        return rc;
+    }
+    write_header_record(e);
+    mtl_encoder_flush(e);
+    return e->failed ? -e->err : 0;
+}
+
+/* --- encoding events --------------------------------------------------- */
+
+static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
+{
+    uint64_t us = t_ns / 1000;
+    /* Events arrive in time order; a stamp from before the last one can
+     * only be a thread-exit name refresh racing a round: clamp it. */
+    uint64_t dt = us > e->last_us ? us - e->last_us : 0;
+    if (us > e->last_us)
+        e->last_us = us;
+    put_var(e, MTL_S_TIME, dt);
+}
+
+/* A pointer: k + 1 if it is the k-th newest of the window (the last
+ * MTL_PTR_WINDOW pointers), else 0 and its difference from the previous
+ * pointer.  A small hash of when each pointer was last coded finds it
+ * without keeping the window itself; a pointer whose slot another took is
+ * coded as a difference, which reads back the same. */
+static inline void put_ptr(struct mtl_encoder *e, uint64_t ptr)
+{
+    size_t slot = (size_t)((ptr * 0x9e3779b97f4a7c15ull) >> (64 - WINDOW_INDEX_BITS));
+    uint64_t k = e->ptr_seq - e->seen[slot].seq;
+    if (e->seen[slot].ptr == ptr && e->seen[slot].seq && k < MTL_PTR_WINDOW) {
+        put_var(e, MTL_S_PTR, k + 1);
+    } else {
+        put_var(e, MTL_S_PTR, 0);
+        put_var(e, MTL_S_PTR, mtl__zigzag((int64_t)(ptr - e->last_ptr)));
+    }
+    e->ptr_seq++;
+    e->seen[slot].ptr = ptr;
+    e->seen[slot].seq = e->ptr_seq;
+    e->last_ptr = ptr;
+}
+
+static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
+{
+    reserve(e, 64);
+    unsigned type = MTL_CEV_TYPE(ev);
+    uint64_t t = MTL_CEV_TIME(ev);
+    if ((type == MTL_CEV_ALLOC || type == MTL_CEV_FREE) && ev->thread != e->cur_thread) {
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_SWITCH);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        e->cur_thread = ev->thread;
+    }
+    switch (type) {
+    case MTL_CEV_ALLOC:
+        e->allocations++;
+        e->bytes += ev->b;
+        put_byte(e, MTL_S_MAIN, MTL_REC_ALLOC);
+        put_dt(e, t);
+        put_var(e, MTL_S_SIZE, ev->b);
+        put_var(e, MTL_S_STACK, ev->stack);
+        put_ptr(e, ev->a);
+        break;
+    case MTL_CEV_FREE:
+        e->frees++;
+        put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
+        put_dt(e, t);
+        put_ptr(e, ev->a);
+        break;
+    case MTL_CEV_THREAD_START:
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_START);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        put_var(e, MTL_S_MAIN, ev->a);
+        break;
+    case MTL_CEV_THREAD_NAME: {
+        char name[17];
+        memcpy(name, &ev->a, 8);
+        memcpy(name + 8, &ev->b, 8);
+        name[16] = '\0';
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_NAME);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        put_str(e, MTL_S_MAIN, name, strlen(name));
+        break;
+    }
+    case MTL_CEV_THREAD_EXIT:
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_EXIT);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        break;
+    }
+}
+
+/* --- collecting and merging ---------------------------------------------- */
+
+/* Detaches every thread's chunk into the runs; returns the cutoff time
+ * below which every event has been collected. */
+static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins)
+{
+    struct mtl_region *r = e->r;
+    uint64_t cutoff = mtl_encoder_now(e);
+    uint32_t n = atomic_load(&r->nstates);
+    for (uint32_t i = 0; i < n; i++) {
+        struct mtl_tstate *ts = mtl_region_state(r, i);
+        if (e->owner_dead) {
+            /* Nobody will append again; a lock held at the death stays held. */
+        } else if (trylock_spins) {
+            if (!mtl_spin_trylock(&ts->lock, trylock_spins))
+                continue; /* a thread stopped inside memtally: skip it */
+        } else {
+            mtl_spin_lock(&ts->lock);
+        }
+        if (ts->pending_ns < cutoff)
+            cutoff = ts->pending_ns;
+        if (ts->cur && atomic_load_explicit(&mtl_region_chunk(r, ts->cur)->n,
+                                            memory_order_acquire) > 0 &&
+            e->nruns < MAX_RUNS) {
+            e->runs[e->nruns++] = ts->cur;
+            ts->cur = 0;
+        }
+        if (!e->owner_dead)
+            mtl_spin_unlock(&ts->lock);
+    }
+    /* After the threads' chunks, so that a chunk queued before we detached
+     * its successor is not left for the next round. */
+    int locked = e->owner_dead ? 0 : trylock_spins ? mtl_spin_trylock(&r->pool_lock, trylock_spins)
+                                                   : (mtl_spin_lock(&r->pool_lock), 1);
+    if (locked || e->owner_dead) {
+        while (r->full_head && e->nruns < MAX_RUNS) {
+            uint32_t id = r->full_head;
+            r->full_head = mtl_region_chunk(r, id)->next;
+            mtl_region_chunk(r, id)->next = 0;
+            e->runs[e->nruns++] = id;
+            r->nfull--;
+        }
+        if (!r->full_head)
+            r->full_tail = 0;
+        if (locked)
+            mtl_spin_unlock(&r->pool_lock);
+    }
+    return cutoff;
+}
+
+static inline const struct mtl_chunk *run_chunk(const struct mtl_encoder *e, size_t i)
+{
+    return mtl_region_chunk(e->r, e->runs[i]);
+}
+
+static inline uint64_t run_time(const struct mtl_encoder *e, size_t i)
+{
+    const struct mtl_chunk *c = run_chunk(e, i);
+    return MTL_CEV_TIME(&c->ev[c->pos]);
+}
+
+static inline uint32_t run_n(const struct mtl_encoder *e, size_t i)
+{
+    return atomic_load_explicit(&run_chunk(e, i)->n, memory_order_acquire);
+}
+
+/* A binary min-heap of run indices by their next event's time. */
+static void sift_down(const struct mtl_encoder *e, size_t *heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && run_time(e, heap[l]) < run_time(e, heap[m]))
+            m = l;
+        if (l + 1 < n && run_time(e, heap[l + 1]) < run_time(e, heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        size_t t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+static void merge_runs(struct mtl_encoder *e, uint64_t cutoff)
+{
+    size_t *heap = e->heap, n = 0;
+    for (size_t i = 0; i < e->nruns; i++) {
+        const struct mtl_chunk *c = run_chunk(e, i);
+        if (c->pos < run_n(e, i) && run_time(e, i) < cutoff)
+            heap[n++] = i;
+    }
+    for (size_t i = n; i-- > 0;)
+        sift_down(e, heap, n, i);
+    while (n > 0) {
+        struct mtl_chunk *c = mtl_region_chunk(e->r, e->runs[heap[0]]);
+        encode(e, &c->ev[c->pos]);
+        c->pos++;
+        if (c->pos >= run_n(e, heap[0]) || run_time(e, heap[0]) >= cutoff)
+            heap[0] = heap[--n];
+        sift_down(e, heap, n, 0);
+    }
+}
+
+/* Chunks written out go back to the pool; the rest wait.  drop: every
+ * chunk goes back, its events unwritten (they came after the end). */
+static void release_runs(struct mtl_encoder *e, int drop)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < e->nruns; i++) {
+        if (drop || run_chunk(e, i)->pos >= run_n(e, i))
+            mtl_pool_release(e->r, e->runs[i]);
+        else
+            e->runs[keep++] = e->runs[i];
+    }
+    e->nruns = keep;
+}
+
+/* --- definitions --------------------------------------------------------- */
+
+static size_t module_record(uint8_t *out, size_t cap, const struct mtl_region *r,
+                            uint32_t index, const struct mtl_region_module *m)
+{
+    size_t need = 8 * MTL_VARINT_MAX + m->path_len + m->build_id_size +
+                  m->nseg * 3 * MTL_VARINT_MAX;
+    if (need > cap)
+        return 0;
+    uint8_t *p = out;
+    *p++ = MTL_REC_MODULE_LOAD;
+    p = mtl__put_varint(p, index);
+    p = mtl__put_varint(p, m->load_ns / 1000);
+    p = mtl__put_varint(p, m->base);
+    p = mtl__put_varint(p, m->path_len);
+    memcpy(p, mtl_region_arena(r) + m->path_off, m->path_len);
+    p += m->path_len;
+    p = mtl__put_varint(p, m->build_id_size);
+    memcpy(p, m->build_id, m->build_id_size);
+    p += m->build_id_size;
+    p = mtl__put_varint(p, m->nseg);
+    for (uint32_t s = 0; s < m->nseg; s++) {
+        p = mtl__put_varint(p, m->seg[s].vaddr);
+        p = mtl__put_varint(p, m->seg[s].memsz);
+        p = mtl__put_varint(p, m->seg[s].flags);
+    }
+    return (size_t)(p - out);
+}
+
+/* Module records not yet written, into the main stream: with
+ * unloads_before 0 the loads, else the unloads that happened before that
+ * time.  Returns 1 when more did not fit. */
+static int emit_modules(struct mtl_encoder *e, uint64_t unloads_before)
+{
+    struct mtl_region *r = e->r;
+    uint8_t *out = e->stream[MTL_S_MAIN] + e->used[MTL_S_MAIN];
+    size_t cap = STREAM_CAP - e->used[MTL_S_MAIN], used = 0;
+    int more = 0;
+    uint32_t nm = atomic_load_explicit(&r->nmodules, memory_order_acquire);
+    for (uint32_t i = r->mod_emit_next; i < nm; i++) {
+        struct mtl_region_module *m = mtl_region_module(r, i);
+        if (!unloads_before && !m->emitted_load) {
+            size_t n = module_record(out + used, cap - used, r, i, m);
+            if (!n) {
+                more = 1;
+                break;
+            }
+            used += n;
+            m->emitted_load = 1;
+        }
+        if (unloads_before && m->emitted_load && !m->loaded && !m->emitted_unload &&
+            m->unload_ns < unloads_before) {
+            if (cap - used < 1 + 2 * MTL_VARINT_MAX) {
+                more = 1;
+                break;
+            }
+            uint8_t *p = out + used;
+            *p++ = MTL_REC_MODULE_UNLOAD;
+            p = mtl__put_varint(p, i);
+            p = mtl__put_varint(p, m->unload_ns / 1000);
+            used = (size_t)(p - out);
+            m->emitted_unload = 1;
+        }
+        if (i == r->mod_emit_next && m->emitted_unload)
+            r->mod_emit_next = i + 1; /* nothing more to write for it */
+    }
+    e->used[MTL_S_MAIN] += used;
+    e->total += used;
+    return more;
+}
+
+static void write_modules(struct mtl_encoder *e, uint64_t unloads_before, unsigned spins)
+{
+    /* A dead program's lock is passed over: it cannot change the table. */
+    int locked = e->owner_dead ? 0 : spins ? mtl_spin_trylock(&e->r->mod_lock, spins)
+                                           : (mtl_spin_lock(&e->r->mod_lock), 1);
+    int more;
+    do {
+        reserve(e, STREAM_CAP / 2);
+        more = emit_modules(e, unloads_before);
+        if (more)
+            mtl_encoder_flush(e);
+    } while (more && !e->failed);
+    if (locked)
+        mtl_spin_unlock(&e->r->mod_lock);
+}
+
+/* The nodes defined since the last call, as one STACK_NODES record;
+ * returns 1 when more did not fit. */
+static int emit_nodes(struct mtl_encoder *e)
+{
+    const struct mtl_region *r = e->r;
+    const uint32_t *parent = mtl_region_parents(r);
+    const uint64_t *addr = mtl_region_addrs(r);
+    uint8_t *out = e->stream[MTL_S_MAIN] + e->used[MTL_S_MAIN];
+    size_t cap = STREAM_CAP - e->used[MTL_S_MAIN];
+    uint32_t end = atomic_load_explicit(&r->nnodes, memory_order_acquire);
+    uint32_t first = e->nodes_emitted;
+    int more = 0;
+    if (first >= end || cap < 32)
+        return first < end;
+    /* Room for the record header, then about 20 bytes a node at most. */
+    size_t fit = (cap - 16) / (2 * MTL_VARINT_MAX);
+    if (end - first > fit) {
+        end = first + (uint32_t)fit;
+        more = 1;
+    }
+    uint8_t *p = out;
+    *p++ = MTL_REC_STACK_NODES;
+    p = mtl__put_varint(p, first);
+    p = mtl__put_varint(p, end - first);
+    for (uint32_t id = first; id < end; id++) {
+        uint32_t par = parent[id];
+        uint64_t paddr = par ? addr[par] : 0;
+        p = mtl__put_varint(p, id - par);
+        p = mtl__put_varint(p, mtl__zigzag((int64_t)(addr[id] - paddr)) << 1);
+    }
+    e->nodes_emitted = end;
+    e->used[MTL_S_MAIN] += (size_t)(p - out);
+    e->total += (size_t)(p - out);
+    return more;
+}
+
+/* A reader names a stack node's module by the modules loaded when the
+ * node is defined: loads first, then the nodes, then the unloads, so that
+ * a library loaded, used and closed within one round (a dlopen loop) has
+ * its nodes defined while it is loaded.  Only unloads from before the
+ * nodes were taken: a node made before a later unload is in them. */
+static void write_definitions(struct mtl_encoder *e, unsigned spins)
+{
+    write_modules(e, 0, spins);
+    uint64_t nodes_taken = mtl_encoder_now(e);
+    int more;
+    do {
+        reserve(e, STREAM_CAP / 2);
+        more = emit_nodes(e);
+        if (more)
+            mtl_encoder_flush(e);
+    } while (more && !e->failed);
+    write_modules(e, nodes_taken ? nodes_taken : 1, spins);
+}
+
+/* --- rounds ------------------------------------------------------------ */
+
+static void sample_rss(struct mtl_encoder *e, uint64_t t_ns)
+{
+    char path[64], buf[128];
+    /* Opened each time: a descriptor kept open could be closed by the
+     * program (daemons close them all) and its number reused. */
+    proc_path(e, path, sizeof path, "/statm");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    /* statm: size resident shared ... in pages */
+    const char *s = strchr(buf, ' ');
+    if (!s)
+        return;
+    uint64_t npages = 0;
+    for (s++; *s >= '0' && *s <= '9'; s++)
+        npages = npages * 10 + (uint64_t)(*s - '0');
+    uint64_t rss = npages * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (rss == e->last_rss)
+        return;
+    e->last_rss = rss;
+    reserve(e, 32);
+    put_byte(e, MTL_S_MAIN, MTL_REC_RSS);
+    put_dt(e, t_ns);
+    put_var(e, MTL_S_MAIN, rss);
+}
+
+void mtl_encoder_publish_counts(struct mtl_encoder *e)
+{
+    atomic_store(&e->r->allocations, e->allocations);
+    atomic_store(&e->r->frees, e->frees);
+    atomic_store(&e->r->bytes, e->bytes);
+}
+
+void mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
+                       unsigned trylock_spins, unsigned max_age_ms)
+{
+    if (e->failed || e->ended)
+        return;
+    uint64_t cutoff = collect(e, trylock_spins);
+    if (final)
+        cutoff = UINT64_MAX;
+    if (until < cutoff)
+        cutoff = until;
+    write_definitions(e, trylock_spins);
+    merge_runs(e, cutoff);
+    release_runs(e, until != UINT64_MAX && cutoff == until);
+    uint64_t now = mtl_encoder_now(e);
+    if (now > until)
+        now = until;
+    sample_rss(e, final ? now : cutoff < now ? cutoff : now);
+    mtl_encoder_publish_counts(e);
+    if (final)
+        return;
+    if (e->total >= MTL_BLOCK_TARGET ||
+        now - e->block_started_ns >= (uint64_t)max_age_ms * 1000000ull ||
+        now < e->block_started_ns) {
+        mtl_encoder_flush(e);
+        e->block_started_ns = now;
+    }
+}
+
+void mtl_encoder_end(struct mtl_encoder *e, unsigned reason, int detail)
+{
+    if (e->ended)
+        return;
+    uint64_t now = mtl_encoder_now(e);
+    uint64_t until = atomic_load(&e->r->end_ns);
+    if (until && until < now)
+        now = until;
+    reserve(e, 32);
+    put_byte(e, MTL_S_MAIN, MTL_REC_END);
+    put_dt(e, now);
+    put_var(e, MTL_S_MAIN, reason);
+    put_var(e, MTL_S_MAIN, (uint64_t)detail);
+    mtl_encoder_flush(e);
+    e->ended = 1;
+    mtl_encoder_publish_counts(e);
+}
+
+/* --- thread names -------------------------------------------------------- */
+
+void mtl_encoder_refresh_names(struct mtl_encoder *e)
+{
+    struct mtl_region *r = e->r;
+    uint32_t n = atomic_load(&r->nstates);
+    /* State 0 is shared by threads past their exit: no name of its own. */
+    for (uint32_t i = 1; i < n; i++) {
+        struct mtl_tstate *ts = mtl_region_state(r, i);
+        if (!atomic_load(&ts->in_use) || !ts->tid)
+            continue;
+        char path[64], rest[40] = "/task/", buf[32] = {0};
+        size_t o = 6;
+        char digits[16];
+        int nd = 0;
+        for (unsigned v = (unsigned)ts->tid; v; v /= 10)
+            digits[nd++] = (char)('0' + v % 10);
+        while (nd > 0)
+            rest[o++] = digits[--nd];
+        memcpy(rest + o, "/comm", 6);
+        proc_path(e, path, sizeof path, rest);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* it exited meanwhile */
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got <= 0)
+            continue;
+        if (buf[got - 1] == '\n')
+            got--;
+        char name[16] = {0};
+        memcpy(name, buf, (size_t)got < 15 ? (size_t)got : 15);
+        if (!mtl_spin_trylock(&ts->lock, 100000))
+            continue;
+        if (atomic_load(&ts->in_use) && memcmp(ts->name, name, 16) != 0) {
+            struct mtl_cev *ev = mtl_region_room(r, ts);
+            if (ev) {
+                memcpy(ts->name, name, 16);
+                ev->t_type = mtl_region_stamp(ts, mtl_encoder_now(e)) << 8 | MTL_CEV_THREAD_NAME;
+                memcpy(&ev->a, name, 8);
+                memcpy(&ev->b, name + 8, 8);
+                ev->stack = 0;
+                ev->thread = ts->index;
+                mtl_cev_commit(r, ts);
+            }
+        }
+        mtl_spin_unlock(&ts->lock);
+    }
+}
+
+/* --- dumps --------------------------------------------------------------- */
+
+static int fd_sink(void *ctx, const void *p, size_t n)
+{
+    int fd = *(int *)ctx;
+    const char *s = p;
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
+{
+    if (e->ended || e->failed)
+        return -EINVAL;
+    mtl_encoder_round(e, 0, UINT64_MAX, 0, 0);
+    mtl_encoder_flush(e);
+    /* The trace so far, block for block... */
+    char buf[65536];
+    off_t at = 0;
+    for (;;) {
+        ssize_t n = pread(src, buf, sizeof buf, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        int rc = fd_sink(&out, buf, (size_t)n);
+        if (rc < 0)
+            return rc;
+        at += n;
+    }
+    /* ...and an END block of its own, written to the copy only: the
+     * decoder state of the original goes on as if it never was. */
+    uint64_t last_us = e->last_us, block_seq = e->block_seq;
+    int failed = e->failed, err = e->err;
+    mtl_sink_fn sink = e->sink;
+    void *ctx = e->sink_ctx;
+    e->sink = fd_sink;
+    e->sink_ctx = &out;
+    reserve(e, 32);
+    put_byte(e, MTL_S_MAIN, MTL_REC_END);
+    put_dt(e, mtl_encoder_now(e));
+    put_var(e, MTL_S_MAIN, MTL_END_STOP);
+    put_var(e, MTL_S_MAIN, 0);
+    mtl_encoder_flush(e);
+    e->sink = sink;
+    e->sink_ctx = ctx;
+    e->last_us = last_us;
+    e->block_seq = block_seq;
+    int rc = e->failed ? -(e->err ? e->err : EIO) : 0;
+    e->failed = failed; /* the copy's error is not the trace's */
+    e->err = err;
+    return rc;
+}

@@ -1,0 +1,112 @@
+/*
+ * encoder.h: the writing half of the trace format (docs/FORMAT.md), beside
+ * the reader: it turns a recorder region (common/region.h) into the trace
+ * file, round by round.  Two writers run it: memtally record, for the
+ * program it started (the region is shared with the program), and the
+ * writer thread inside a program that records by itself (a private region).
+ *
+ * A round:
+ *   1. collect every thread's chunk and note the cutoff time;
+ *   2. write the definitions made since the last round: modules, then new
+ *      stack nodes, so that every record refers only to what came before;
+ *   3. merge the chunks by timestamp and encode the events older than the
+ *      cutoff as varint records with deltas (time, pointer); younger ones
+ *      stay for the next round;
+ *   4. when the block holds MTL_BLOCK_TARGET bytes or has waited long
+ *      enough, compress it into one zstd frame with a checksum and hand it
+ *      to the sink, header first: a self-delimiting block.
+ *
+ * A block's fields go to separate streams by kind (times, sizes, stacks,
+ * pointers, the rest), each contiguous in the payload, so that zstd sees
+ * runs of like values; pointers are coded against a window of the last
+ * MTL_PTR_WINDOW ones.
+ *
+ * Nothing here calls malloc except ZSTD_createCCtx in mtl_encoder_setup
+ * (the recorder marks itself inside memtally around it): buffers are
+ * mmap'd, so the recorder's writer thread may run it.
+ */
+#ifndef MTL_TRACE_ENCODER_H
+#define MTL_TRACE_ENCODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/region.h"
+#include "trace/format.h"
+
+#define MTL_ENC_WINDOW_INDEX (1u << 10) /* hash slots that find a pointer in the window */
+
+/* Where the bytes go: 0, or a negative errno. */
+typedef int (*mtl_sink_fn)(void *ctx, const void *p, size_t n);
+
+struct mtl_encoder {
+    struct mtl_region *r;
+    pid_t pid;                 /* the program, for /proc (0: this process) */
+    mtl_sink_fn sink;
+    void *sink_ctx;
+    struct ZSTD_CCtx_s *zc;
+    uint8_t *stream[MTL_STREAMS]; /* the block being filled, by stream */
+    size_t used[MTL_STREAMS];
+    size_t total;              /* bytes in all streams */
+    uint8_t *raw;              /* the streams put together */
+    uint8_t *out;              /* their compressed form */
+    size_t out_cap;
+    uint64_t block_started_ns;
+    uint32_t *runs;            /* chunks with unwritten events */
+    size_t *heap;              /* the merge's, as many as runs */
+    size_t nruns;
+    /* encoder state, carried from block to block */
+    uint64_t last_us, last_ptr;
+    uint64_t ptr_seq;          /* pointers coded so far */
+    struct { uint64_t ptr, seq; } seen[MTL_ENC_WINDOW_INDEX];
+    uint32_t cur_thread;
+    uint64_t last_rss;
+    uint32_t nodes_emitted;
+    uint64_t block_seq;        /* the next block's number in the file */
+    uint64_t allocations, frees, bytes; /* written so far */
+    int failed;                /* the sink failed: nothing more is written */
+    int err;                   /* its errno */
+    int ended;                 /* the END record is written */
+    int owner_dead;            /* the program is gone: its locks are ignored */
+};
+
+/* Buffers and the compressor, once: 0 or -ENOMEM. */
+int mtl_encoder_setup(struct mtl_encoder *e);
+
+/* A new trace of region r (its info filled, its clock started): the file
+ * header and the header record, through sink.  Chunks left from an earlier
+ * trace go back to r's pool.  0, or a negative errno. */
+int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
+                      mtl_sink_fn sink, void *ctx);
+
+/* The trace's clock now: ns since r->start_ns. */
+uint64_t mtl_encoder_now(const struct mtl_encoder *e);
+
+/* One round (see above).  final: every event collected is written, young
+ * or not; until: events from then on are dropped (UINT64_MAX: none);
+ * trylock_spins: 0 waits for every thread's lock, else a thread that holds
+ * its lock that long is passed over this round (a stopped thread, a dead
+ * program); max_age_ms: a block that waited that long goes to the sink. */
+void mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
+                       unsigned trylock_spins, unsigned max_age_ms);
+
+/* Records the names that threads took since they were last read
+ * (pthread_setname_np, prctl), from /proc/PID/task/TID/comm. */
+void mtl_encoder_refresh_names(struct mtl_encoder *e);
+
+/* The END record (reason: enum mtl__end_reason), and the last block. */
+void mtl_encoder_end(struct mtl_encoder *e, unsigned reason, int detail);
+
+/* The block being filled goes to the sink now. */
+void mtl_encoder_flush(struct mtl_encoder *e);
+
+/* Writes to out the trace so far, read from src (the file the sink has
+ * written), and an END record of its own; the trace goes on as if this
+ * never was.  0, or a negative errno. */
+int mtl_encoder_dump(struct mtl_encoder *e, int src, int out);
+
+/* Publishes the counts into the region, for status lines. */
+void mtl_encoder_publish_counts(struct mtl_encoder *e);
+
+#endif
