@@ -27,6 +27,7 @@ int record_writer_create(struct record_writer *rw)
 {
     memset(rw, 0, sizeof *rw);
     rw->memfd = rw->first = rw->out = -1;
+    rw->live = (struct mtl_hmap)MTL_HMAP_INIT;
     pthread_mutex_init(&rw->mu, NULL);
     /* Not close-on-exec: the program inherits it, maps it, closes it. */
     int fd = memfd_create("memtally-region", 0);
@@ -124,6 +125,20 @@ static void close_trace(struct record_writer *rw)
     atomic_store(&rw->r->done, 1);
 }
 
+/* The live bytes of the trace being written, for `status` (top). */
+static void observe(void *ctx, const struct mtl_cev *ev)
+{
+    struct record_writer *rw = ctx;
+    uint64_t size;
+    if (MTL_CEV_TYPE(ev) == MTL_CEV_ALLOC) {
+        if (mtl_hmap_put(&rw->live, ev->a, ev->b, &size) == 1)
+            rw->live_bytes -= size; /* a free we never saw */
+        rw->live_bytes += ev->b;
+    } else if (mtl_hmap_take(&rw->live, ev->a, &size)) {
+        rw->live_bytes -= size;
+    }
+}
+
 static int begin_trace(struct record_writer *rw)
 {
     char path[4096], used[4096];
@@ -147,6 +162,11 @@ static int begin_trace(struct record_writer *rw)
     int rc = mtl_encoder_begin(&rw->enc, r, rw->pid, sink, rw);
     if (rc < 0)
         return rc;
+    mtl_hmap_clear(&rw->live);
+    rw->live_bytes = 0;
+    rw->enc.observe = observe;
+    rw->enc.observe_ctx = rw;
+    atomic_store(&r->live_known, 1);
     mtl_encoder_refresh_names(&rw->enc);
     rw->traces++;
     /* The name used goes back, as the program's own writer would set it. */
@@ -223,6 +243,7 @@ static void *writer(void *arg)
             if (round % (1000 / ROUND_MS) == 0)
                 mtl_encoder_refresh_names(&rw->enc);
             mtl_encoder_round(&rw->enc, 0, UINT64_MAX, 0, BLOCK_AGE_MS);
+            atomic_store(&r->live_bytes, rw->live_bytes);
         }
         pthread_mutex_unlock(&rw->mu);
         if (done)
@@ -296,6 +317,7 @@ int record_writer_finish(struct record_writer *rw, int status)
         if (!rw->traces && rw->path)
             unlink(rw->path);
     }
+    mtl_hmap_release(&rw->live);
     if (rw->r)
         munmap(rw->r, rw->r->size);
     rw->r = NULL;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/hmap.h"
 #include "common/region.h"
 #include "trace/encoder.h"
 
@@ -35,6 +36,8 @@ struct record_writer {
     int traces;             /* traces begun */
     uint64_t written;       /* bytes written to the trace files */
     uint64_t allocations;   /* recorded in all, at the end */
+    struct mtl_hmap live;   /* the trace's live blocks: address -> size */
+    uint64_t live_bytes;
 };
 
 /* The region, before the program starts: 0 or a negative errno. */

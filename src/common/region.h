@@ -148,7 +148,9 @@ struct mtl_region {
     _Atomic uint64_t beat;      /* the writer's CLOCK_MONOTONIC ns, kept fresh */
     _Atomic uint32_t gone;      /* the writer stopped: never wait for it */
     _Atomic uint32_t done;      /* the END record is written */
-    _Atomic uint64_t allocations, frees, bytes, live_bytes; /* written so far */
+    _Atomic uint64_t allocations, frees, bytes; /* written so far */
+    _Atomic uint64_t live_bytes; /* of the blocks written, if live_known */
+    _Atomic uint32_t live_known;
 
     /* The control mailbox (common/ctlsock.h's protocol): memtally record
      * puts a command in ctl_line and bumps ctl_req (a futex, shared);

@@ -194,6 +194,13 @@ int mtl__ctl_status(char *buf, size_t cap)
              (unsigned long long)(c.allocations + c.frees),
              (unsigned long long)c.allocations, (unsigned long long)c.frees,
              (unsigned long long)c.bytes);
+    /* Known where memtally record writes the trace (it tracks blocks). */
+    struct mtl_region *r = mtl__pl.region;
+    if (r && atomic_load(&r->live_known)) {
+        size_t n = strlen(buf);
+        mtl__fmt(buf + n, cap - n, " live_bytes=%llu",
+                 (unsigned long long)atomic_load(&r->live_bytes));
+    }
     return 0;
 }
 

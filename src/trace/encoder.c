@@ -284,6 +284,8 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
         put_var(e, MTL_S_MAIN, ev->thread);
         e->cur_thread = ev->thread;
     }
+    if (e->observe && (type == MTL_CEV_ALLOC || type == MTL_CEV_FREE))
+        e->observe(e->observe_ctx, ev);
     switch (type) {
     case MTL_CEV_ALLOC:
         e->allocations++;

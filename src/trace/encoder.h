@@ -69,6 +69,10 @@ struct mtl_encoder {
     int err;                   /* its errno */
     int ended;                 /* the END record is written */
     int owner_dead;            /* the program is gone: its locks are ignored */
+    /* Optional: sees each allocation and free as it is written (memtally
+     * record keeps live bytes with it, for status lines). */
+    void (*observe)(void *ctx, const struct mtl_cev *ev);
+    void *observe_ctx;
 };
 
 /* Buffers and the compressor, once: 0 or -ENOMEM. */

@@ -117,6 +117,8 @@ sleep 0.3
 status
 expect_eq "allocations 0.3 s into the pause" "$p1" "$(get allocations)"
 expect_eq "bytes when paused" $((p1 * 64)) "$(get bytes)"
+# memtally record writes the trace and knows its live blocks (top's "live").
+expect_eq "live bytes when paused" $(( (p1 - $(get frees)) * 64 )) "$(get live_bytes)"
 ctl_fails 1 "pause: not recording" "$wpid" pause
 
 ctl_ok dump snap.mtly
