@@ -125,7 +125,7 @@ void mtl__init(void)
     int saved = errno;
     const char *disable = getenv("MEMTALLY_DISABLE");
     if (disable && !strcmp(disable, "1")) {
-        /* Nothing of ours stays behind: not the ring's descriptor either. */
+        /* Nothing of ours stays behind: not the region's descriptor either. */
         long fd = mtl__env_find() ? env_long(MTL_ENV_RING, -1) : -1;
         if (fd >= 0)
             close((int)fd);
