@@ -104,6 +104,7 @@ static void resolve(void)
     real.posix_spawnp = sym("posix_spawnp");
     real.exit_ = sym("_exit");
     real.Exit_ = sym("_Exit");
+    mtl__real_dlopen = sym("dlopen"); /* redirect.c */
     atomic_store(&real.resolved, 1);
     atomic_store(&resolving, 0);
 }

@@ -200,6 +200,11 @@ int mtl__hook_wanted(size_t size) MTL_HIDDEN;
 void mtl__hook_allocated(void *p, size_t size) MTL_HIDDEN;
 void mtl__hook_freeing(void *p) MTL_HIDDEN;
 
+/* redirect.c: objects that bind past our hooks (RTLD_DEEPBIND) get their
+ * references to what we hook pointed at our hooks. */
+extern void *(*mtl__real_dlopen)(const char *, int) MTL_HIDDEN;
+void mtl__redirect_loaded(void) MTL_HIDDEN;
+
 /* lifecycle.c */
 void mtl__init(void) MTL_HIDDEN;       /* first hook call or constructor */
 /* signals.c: the fatal-signal handlers, hidden from the program. */
