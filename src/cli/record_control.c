@@ -2,53 +2,15 @@
 #include "cli/record_control.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/ctlsock.h"
-
-#define ANSWER_WAIT_MS 30000 /* a dump of a large trace takes its time */
-
-static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *t)
-{
-    return syscall(SYS_futex, word, op, val, t, NULL, 0);
-}
-
-/* Hands line to the recorder and waits for its answer, into answer. */
-static void relay(struct mtl_region *r, const char *line, char *answer, size_t cap)
-{
-    if (!atomic_load(&r->ctl_live)) {
-        snprintf(answer, cap, "error the program is not recording now (it is ending, "
-                              "or ran another program)\n");
-        return;
-    }
-    snprintf(r->ctl_line, sizeof r->ctl_line, "%s", line);
-    uint32_t req = atomic_load(&r->ctl_req) + 1;
-    atomic_store(&r->ctl_ans, req - 1);
-    atomic_store(&r->ctl_req, req);
-    futex(&r->ctl_req, FUTEX_WAKE, 1, NULL);
-    for (int waited = 0; waited < ANSWER_WAIT_MS; waited += 100) {
-        uint32_t ans = atomic_load(&r->ctl_ans);
-        if (ans == req) {
-            snprintf(answer, cap, "%s", r->ctl_answer);
-            return;
-        }
-        if (!atomic_load(&r->ctl_live))
-            break;
-        struct timespec t = { 0, 100 * 1000000L };
-        futex(&r->ctl_ans, FUTEX_WAIT, ans, &t);
-    }
-    snprintf(answer, cap, "error the program did not answer\n");
-}
 
 static void *serve(void *arg)
 {
@@ -65,19 +27,8 @@ static void *serve(void *arg)
         if (mtl_ctl_peer_ok(fd)) {
             char line[MTL_CTL_LINE], answer[MTL_CTL_ANSWER];
             int n = mtl_ctl_read_line(fd, line, sizeof line, MTL_CTL_TIMEOUT_MS);
-            if (n > 0 && !strncmp(line, "dump ", 5) && line[5]) {
-                /* memtally record writes the trace: the dump is ours. */
-                int err = record_writer_dump(rc->rw, line + 5);
-                if (err == -EINVAL)
-                    snprintf(answer, sizeof answer, "error no trace is being recorded\n");
-                else if (err < 0)
-                    snprintf(answer, sizeof answer, "error cannot write %s: %s\n", line + 5,
-                             strerror(-err));
-                else
-                    snprintf(answer, sizeof answer, "ok\n");
-                mtl_ctl_write(fd, answer, strlen(answer), MTL_CTL_TIMEOUT_MS);
-            } else if (n > 0) {
-                relay(rc->r, line, answer, sizeof answer);
+            if (n > 0) {
+                record_writer_control(rc->rw, line, answer, sizeof answer);
                 mtl_ctl_write(fd, answer, strlen(answer), MTL_CTL_TIMEOUT_MS);
             } else if (n == -E2BIG) {
                 static const char msg[] = "error command line too long\n";
@@ -97,7 +48,6 @@ int record_control_start(struct record_control *rc, struct record_writer *rw, pi
     if (env && !strcmp(env, "0"))
         return 0;
     rc->rw = rw;
-    rc->r = rw->r;
     if ((rc->wake = eventfd(0, EFD_CLOEXEC)) < 0)
         return -1;
     char why[256];

@@ -1,8 +1,8 @@
 /*
  * record_control.h: memtally record serves the control socket of the
- * program it started (common/ctlsock.h), relaying each command to the
- * recorder through the mailbox of the shared region (common/region.h), so
- * that the program holds no socket of ours.
+ * program it started (common/ctlsock.h); the writer answers each command
+ * on the region it shares with the program (record_writer.h), so that the
+ * program holds no socket and runs no thread of ours.
  */
 #ifndef MTL_CLI_RECORD_CONTROL_H
 #define MTL_CLI_RECORD_CONTROL_H
@@ -14,8 +14,7 @@
 #include "cli/record_writer.h"
 
 struct record_control {
-    struct record_writer *rw; /* dumps are its; the rest goes to the program */
-    struct mtl_region *r;
+    struct record_writer *rw; /* answers every command */
     int fd;                 /* the listening socket */
     int wake;               /* an eventfd: stop now */
     char path[108];

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/ctlsock.h"
 #include "common/tracefile.h"
 
 #define ROUND_MS 20
@@ -139,14 +140,16 @@ static void observe(void *ctx, const struct mtl_cev *ev)
     }
 }
 
-static int begin_trace(struct record_writer *rw)
+/* A new trace at the program's path given (clobber: replace the file,
+ * else path.1...); the region says the rest (its info, its clock). */
+static int begin_trace(struct record_writer *rw, const char *given, int clobber)
 {
     char path[4096], used[4096];
     struct mtl_region *r = rw->r;
-    program_path(rw, r->req_path, path, sizeof path);
+    program_path(rw, given, path, sizeof path);
     if (rw->out >= 0)
         close_trace(rw); /* a trace the program did not end: it is over */
-    int fd = open_trace(rw, path, r->req_clobber, used, sizeof used);
+    int fd = open_trace(rw, path, clobber, used, sizeof used);
     if (fd < 0) {
         cli_error("record: cannot create trace %s: %s", path, mtl_trace_create_error(fd));
         return fd;
@@ -164,13 +167,14 @@ static int begin_trace(struct record_writer *rw)
         return rc;
     mtl_hmap_clear(&rw->live);
     rw->live_bytes = 0;
+    atomic_store(&r->live_bytes, 0);
     rw->enc.observe = observe;
     rw->enc.observe_ctx = rw;
     atomic_store(&r->live_known, 1);
     mtl_encoder_refresh_names(&rw->enc);
     rw->traces++;
     /* The name used goes back, as the program's own writer would set it. */
-    if (strcmp(path, r->req_path) == 0)
+    if (strcmp(path, given) == 0)
         snprintf(r->req_path, sizeof r->req_path, "%s", used);
     return 0;
 }
@@ -194,7 +198,7 @@ static void answer_request(struct record_writer *rw)
         return;
     int rc = 0;
     if (r->req_kind == MTL_REQ_BEGIN)
-        rc = begin_trace(rw);
+        rc = begin_trace(rw, r->req_path, r->req_clobber);
     else if (r->req_kind == MTL_REQ_END)
         end_trace(rw, MTL_END_STOP, 0, 0);
     else
@@ -278,9 +282,11 @@ int record_writer_start(struct record_writer *rw, const char *path, pid_t pid)
     return 0;
 }
 
-int record_writer_dump(struct record_writer *rw, const char *path)
+/* --- memtally ctl ------------------------------------------------------------ */
+
+/* With mu held: dump, as below. */
+static int dump_locked(struct record_writer *rw, const char *path)
 {
-    pthread_mutex_lock(&rw->mu);
     int rc = -EINVAL;
     if (rw->out >= 0 && !rw->enc.ended) {
         int out = mtl_trace_create(path);
@@ -296,8 +302,125 @@ int record_writer_dump(struct record_writer *rw, const char *path)
         if (out >= 0 && close(out) < 0 && rc == 0)
             rc = -errno;
     }
+    return rc;
+}
+
+int record_writer_dump(struct record_writer *rw, const char *path)
+{
+    pthread_mutex_lock(&rw->mu);
+    int rc = dump_locked(rw, path);
     pthread_mutex_unlock(&rw->mu);
     return rc;
+}
+
+/* With mu held: a trace begun here (ctl start after stop, restart), as the
+ * recorder's own begin would: its clock, its threads said again. */
+static int begin_here(struct record_writer *rw, const char *path, int clobber)
+{
+    struct mtl_region *r = rw->r;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    r->info.start_unix_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000;
+    mtl_region_begin_trace(r, now_ns());
+    return begin_trace(rw, path, clobber);
+}
+
+/* With mu held: the trace ends now (ctl stop). */
+static int stop_here(struct record_writer *rw)
+{
+    struct mtl_region *r = rw->r;
+    int st = atomic_load(&r->state);
+    if ((st != MTL_RECORDING && st != MTL_PAUSED) || rw->out < 0)
+        return -EINVAL;
+    atomic_store(&r->state, MTL_OFF);
+    atomic_store(&r->end_ns, mtl_encoder_now(&rw->enc));
+    end_trace(rw, MTL_END_STOP, 0, 0);
+    return 0;
+}
+
+static int start_here(struct record_writer *rw)
+{
+    struct mtl_region *r = rw->r;
+    int st = atomic_load(&r->state);
+    if (st == MTL_RECORDING)
+        return -EBUSY;
+    if (st == MTL_PAUSED) {
+        atomic_compare_exchange_strong(&r->state, &st, MTL_RECORDING);
+        return 0;
+    }
+    /* A new trace beside the first (path.1...), as the recorder names them. */
+    int rc = begin_here(rw, rw->path, rw->traces == 0);
+    if (rc == 0)
+        atomic_store(&r->state, MTL_RECORDING);
+    return rc;
+}
+
+static int restart_here(struct record_writer *rw)
+{
+    char path[sizeof rw->out_path];
+    int st = atomic_load(&rw->r->state);
+    snprintf(path, sizeof path, "%s", rw->out_path);
+    int rc = stop_here(rw);
+    if (rc == 0 && (rc = begin_here(rw, path, 1)) == 0)
+        atomic_store(&rw->r->state, st); /* the same file, from its first byte */
+    return rc;
+}
+
+static int cas_state(struct record_writer *rw, int from, int to)
+{
+    return atomic_compare_exchange_strong(&rw->r->state, &from, to) ? 0 : -EINVAL;
+}
+
+void record_writer_control(struct record_writer *rw, char *line, char *answer, size_t cap)
+{
+    struct mtl_region *r = rw->r;
+    pthread_mutex_lock(&rw->mu);
+    int rc;
+    const char *cmd = line;
+    if (!atomic_load(&r->ctl_live) || atomic_load(&rw->child_done)) {
+        snprintf(answer, cap, "error the program is not recording now (it is ending, "
+                              "or ran another program)\n");
+        goto out;
+    }
+    if (!strcmp(line, "status")) {
+        int st = atomic_load(&r->state);
+        struct mtl_ctl_status s = {
+            .state = st, .trace = st == MTL_OFF ? "" : rw->out_path,
+            .sample_rate = r->info.sample_rate, .pid = (int)rw->pid,
+            .allocations = atomic_load(&r->allocations), .frees = atomic_load(&r->frees),
+            .bytes = atomic_load(&r->bytes), .have_live = 1, .live_bytes = rw->live_bytes,
+        };
+        char status[MTL_CTL_ANSWER];
+        mtl_ctl_format_status(status, sizeof status, &s);
+        for (char *c = status; *c; c++) /* one line, whatever a path holds */
+            if (*c == '\n' || *c == '\r')
+                *c = '?';
+        snprintf(answer, cap, "ok %s\n", status);
+        goto out;
+    } else if (!strcmp(line, "start")) {
+        rc = start_here(rw);
+    } else if (!strcmp(line, "pause")) {
+        rc = cas_state(rw, MTL_RECORDING, MTL_PAUSED);
+    } else if (!strcmp(line, "continue")) {
+        rc = cas_state(rw, MTL_PAUSED, MTL_RECORDING);
+    } else if (!strcmp(line, "restart")) {
+        rc = restart_here(rw);
+    } else if (!strcmp(line, "stop")) {
+        rc = stop_here(rw);
+    } else if (!strncmp(line, "dump ", 5) && line[5]) {
+        line[4] = '\0';
+        rc = dump_locked(rw, line + 5);
+    } else {
+        snprintf(answer, cap, "error unknown command (start, pause, continue, restart, "
+                              "dump PATH, stop, status)\n");
+        goto out;
+    }
+    if (rc == 0)
+        snprintf(answer, cap, "ok\n");
+    else
+        snprintf(answer, cap, "error %s: %s\n", cmd, mtl_ctl_why(cmd, rc));
+out:
+    pthread_mutex_unlock(&rw->mu);
 }
 
 int record_writer_finish(struct record_writer *rw, int status)

@@ -51,6 +51,12 @@ int record_writer_start(struct record_writer *rw, const char *path, pid_t pid);
  * 0 or a negative errno. */
 int record_writer_dump(struct record_writer *rw, const char *path);
 
+/* `memtally ctl PID COMMAND` for the program: every command is answered
+ * here, on the region (the state word the hooks read, the trace written
+ * here), so that the program runs no thread of ours for it.  line is one
+ * command (common/ctlsock.h); the answer line, with its newline. */
+void record_writer_control(struct record_writer *rw, char *line, char *answer, size_t cap);
+
 /* The program has ended with status: writes what is left and the end,
  * stops the thread.  0, or -1 when a trace is incomplete (said why). */
 int record_writer_finish(struct record_writer *rw, int status);

@@ -160,3 +160,37 @@ void mtl_ctl_write(int fd, const char *buf, size_t n, int timeout_ms)
         n -= (size_t)w;
     }
 }
+
+/* --- what the answers say ------------------------------------------------- */
+
+size_t mtl_ctl_format_status(char *buf, size_t cap, const struct mtl_ctl_status *s)
+{
+    static const char *const names[] = { "off", "recording", "off", "paused" };
+    int n = snprintf(buf, cap,
+                     "state=%s trace=%s mode=%s rate=%llu pid=%d events=%llu allocations=%llu "
+                     "frees=%llu bytes=%llu",
+                     names[s->state & 3], s->trace ? s->trace : "",
+                     s->sample_rate ? "sampled" : "full", (unsigned long long)s->sample_rate,
+                     s->pid, (unsigned long long)(s->allocations + s->frees),
+                     (unsigned long long)s->allocations, (unsigned long long)s->frees,
+                     (unsigned long long)s->bytes);
+    if (n >= 0 && (size_t)n < cap && s->have_live)
+        n += snprintf(buf + n, cap - (size_t)n, " live_bytes=%llu",
+                      (unsigned long long)s->live_bytes);
+    if (n < 0)
+        return 0;
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+const char *mtl_ctl_why(const char *cmd, int rc)
+{
+    if (rc == -EBUSY && !strcmp(cmd, "start"))
+        return "already recording";
+    if (rc == -EINVAL && !strcmp(cmd, "pause"))
+        return "not recording";
+    if (rc == -EINVAL && !strcmp(cmd, "continue"))
+        return "not paused";
+    if (rc == -EINVAL)
+        return "no trace is open (state off)";
+    return strerror(-rc);
+}

@@ -21,11 +21,31 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define MTL_CTL_LINE (PATH_MAX + 64)      /* a command line, at most */
 #define MTL_CTL_ANSWER (PATH_MAX + 1024)  /* an answer, at most */
 #define MTL_CTL_TIMEOUT_MS 1000           /* to send a line, to take an answer */
+
+/* What `status` answers, for both that answer it: the recorder of a
+ * process that records by itself, and memtally record for the program it
+ * runs.  The line: "state=S trace=PATH mode=full|sampled rate=N pid=N
+ * events=N allocations=N frees=N bytes=N" and, when known, " live_bytes=N". */
+struct mtl_ctl_status {
+    int state;               /* enum mtl_rec_state (common/region.h) */
+    const char *trace;       /* the trace's path ("" when off) */
+    uint64_t sample_rate;    /* 0: full mode */
+    int pid;
+    uint64_t allocations, frees, bytes;
+    int have_live;
+    uint64_t live_bytes;
+};
+size_t mtl_ctl_format_status(char *buf, size_t cap, const struct mtl_ctl_status *s);
+
+/* A failed command's reason in the client's words ("start: already
+ * recording"), from the command and its negative errno. */
+const char *mtl_ctl_why(const char *cmd, int rc);
 
 /* The directory the socket of a process of this user lives in. */
 void mtl_ctl_dir(char *out, size_t cap);

@@ -180,6 +180,52 @@ struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts)
     }
 }
 
+/* --- a new trace ----------------------------------------------------------- */
+
+void mtl_region_drop_queued(struct mtl_region *r)
+{
+    mtl_spin_lock(&r->pool_lock);
+    uint32_t id = r->full_head;
+    r->full_head = r->full_tail = 0;
+    r->nfull = 0;
+    mtl_spin_unlock(&r->pool_lock);
+    while (id) {
+        uint32_t next = mtl_region_chunk(r, id)->next;
+        mtl_pool_release(r, id);
+        id = next;
+    }
+}
+
+void mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns)
+{
+    mtl_region_drop_queued(r);
+    atomic_store(&r->start_ns, start_ns);
+    uint32_t n = atomic_load(&r->nstates);
+    for (uint32_t i = 0; i < n; i++) {
+        struct mtl_tstate *ts = mtl_region_state(r, i);
+        mtl_spin_lock(&ts->lock);
+        if (ts->cur)
+            atomic_store(&mtl_region_chunk(r, ts->cur)->n, 0);
+        ts->last_ns = 0;
+        ts->pending_ns = UINT64_MAX;
+        memset(ts->name, 0, sizeof ts->name);
+        /* State 0 is shared by threads past their exit: no start. */
+        if (i != 0 && atomic_load(&ts->in_use) && ts->tid) {
+            struct mtl_cev *e = mtl_region_room(r, ts);
+            if (e) {
+                e->t_type = mtl_region_stamp(ts, 0) << 8 | MTL_CEV_THREAD_START;
+                e->a = (uint64_t)ts->tid;
+                e->b = 0;
+                e->stack = 0;
+                e->thread = ts->index;
+                mtl_cev_commit(r, ts);
+            }
+        }
+        mtl_spin_unlock(&ts->lock);
+    }
+    atomic_fetch_add(&r->trace_gen, 1);
+}
+
 /* --- waking the writer ---------------------------------------------------- */
 
 void mtl_region_wake(struct mtl_region *r)

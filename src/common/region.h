@@ -24,7 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/ctlsock.h"
 
 #define MTL_REGION_MAGIC 0x3147455252544c4dull /* "MLTRREG1" */
 #define MTL_CHUNK_EVENTS 2048   /* events per chunk: 64 KiB */
@@ -111,6 +110,9 @@ struct mtl_region {
 
     /* The trace's clock: CLOCK_MONOTONIC ns at its start. */
     _Atomic uint64_t start_ns;
+    atomic_int state;           /* enum mtl_rec_state: memtally record's
+                                   control changes it too */
+    _Atomic uint32_t trace_gen; /* bumped when a trace begins */
     struct mtl_region_info info;
 
     /* The chunk pool (pool_lock): free list, chunks never yet used, the
@@ -152,17 +154,20 @@ struct mtl_region {
     _Atomic uint64_t live_bytes; /* of the blocks written, if live_known */
     _Atomic uint32_t live_known;
 
-    /* The control mailbox (common/ctlsock.h's protocol): memtally record
-     * puts a command in ctl_line and bumps ctl_req (a futex, shared);
-     * the recorder answers in ctl_answer and sets ctl_ans to ctl_req. */
-    _Atomic uint32_t ctl_live;  /* the recorder answers (not after exec) */
-    _Atomic uint32_t ctl_req;
-    _Atomic uint32_t ctl_ans;
-    char ctl_line[MTL_CTL_LINE];
-    char ctl_answer[MTL_CTL_ANSWER];
+    /* memtally record answers `memtally ctl` for the program: while it
+     * is this process (not after exec or exit). */
+    _Atomic uint32_t ctl_live;
 };
 
 enum { MTL_REQ_BEGIN = 1, MTL_REQ_END = 2 };
+
+/* The recorder's state, which the hooks read on every call. */
+enum mtl_rec_state {
+    MTL_OFF = 0,       /* no trace open: hooks only forward */
+    MTL_RECORDING = 1,
+    MTL_FINISHED = 2,  /* recording failed or the process is ending */
+    MTL_PAUSED = 3,    /* a trace is open but nothing is recorded */
+};
 
 /* The whole region's size (most of it reserved, never touched). */
 size_t mtl_region_size(void);
@@ -241,6 +246,14 @@ static inline uint64_t mtl_region_stamp(struct mtl_tstate *ts, uint64_t now)
     ts->last_ns = now;
     return now;
 }
+
+/* The queued full chunks' events are dropped, the chunks go back. */
+void mtl_region_drop_queued(struct mtl_region *r);
+
+/* A new trace begins at start_ns (CLOCK_MONOTONIC): the queued events are
+ * dropped, every thread's clock restarts and each live thread's start is
+ * said again (its name follows from the writer); trace_gen is bumped. */
+void mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns);
 
 /* Wakes the writer (a shared futex). */
 void mtl_region_wake(struct mtl_region *r);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ctlsock.h"
 #include "memtally.h"
 #include "trace/format.h"
 
@@ -55,7 +56,7 @@ int mtl__begin_trace(const char *path, int start_thread)
         mtl__fmt(expanded, sizeof expanded, "%s/%s", cwd, rel);
     else
         mtl__fmt(expanded, sizeof expanded, "%s", rel);
-    mtl__pl.start_ns = mtl__monotonic_ns();
+    mtl__set_start(mtl__monotonic_ns());
     mtl__events_begin_trace();
     mtl__sampled_clear();
     int rc = mtl__writer_begin(expanded, clobber, start_thread);
@@ -71,7 +72,7 @@ int mtl__begin_trace(const char *path, int start_thread)
 
 static int state(void)
 {
-    return atomic_load(&mtl__pl.state);
+    return atomic_load(mtl__pl.state);
 }
 
 int mtl__ctl_start(const char *path, uint64_t sample_rate, unsigned depth)
@@ -88,14 +89,14 @@ int mtl__ctl_start(const char *path, uint64_t sample_rate, unsigned depth)
         if (path)
             rc = -EBUSY; /* a trace is open: stop it first */
         else
-            atomic_store(&mtl__pl.state, MTL_RECORDING);
+            atomic_store(mtl__pl.state, MTL_RECORDING);
     } else {
         mtl__pl.opt.sample_rate = sample_rate;
         if (depth)
             mtl__pl.opt.depth = depth > MTL_MAX_DEPTH ? MTL_MAX_DEPTH : depth;
         rc = mtl__begin_trace(path, 1);
         if (rc == 0) {
-            atomic_store(&mtl__pl.state, MTL_RECORDING);
+            atomic_store(mtl__pl.state, MTL_RECORDING);
             mtl__control_start();
         }
     }
@@ -112,14 +113,14 @@ void mtl__api_atfork_child(void)
 int mtl__ctl_pause(void)
 {
     int expected = MTL_RECORDING;
-    return atomic_compare_exchange_strong(&mtl__pl.state, &expected, MTL_PAUSED)
+    return atomic_compare_exchange_strong(mtl__pl.state, &expected, MTL_PAUSED)
                ? 0 : -EINVAL;
 }
 
 int mtl__ctl_resume(void)
 {
     int expected = MTL_PAUSED;
-    return atomic_compare_exchange_strong(&mtl__pl.state, &expected, MTL_RECORDING)
+    return atomic_compare_exchange_strong(mtl__pl.state, &expected, MTL_RECORDING)
                ? 0 : -EINVAL;
 }
 
@@ -129,7 +130,7 @@ static int stop_locked(int reason)
     int st = state();
     if (st != MTL_RECORDING && st != MTL_PAUSED)
         return -EINVAL;
-    atomic_store(&mtl__pl.state, MTL_OFF);
+    atomic_store(mtl__pl.state, MTL_OFF);
     mtl__writer_finish(reason, 0, 10000);
     return 0;
 }
@@ -154,12 +155,12 @@ int mtl__ctl_restart(void)
     int rc = stop_locked(MTL_END_STOP);
     if (rc == 0) {
         /* The same file, from its first byte. */
-        mtl__pl.start_ns = mtl__monotonic_ns();
+        mtl__set_start(mtl__monotonic_ns());
         mtl__events_begin_trace();
         mtl__sampled_clear();
         rc = mtl__writer_begin(path, 1, 1);
         if (rc == 0)
-            atomic_store(&mtl__pl.state, st);
+            atomic_store(mtl__pl.state, st);
     }
     pthread_mutex_unlock(&api.mu);
     mtl__tls.in_hook--;
@@ -181,26 +182,19 @@ int mtl__ctl_dump(const char *path)
 
 int mtl__ctl_status(char *buf, size_t cap)
 {
-    static const char *const names[] = { "off", "recording", "off", "paused" };
     struct mtl__counts c;
     mtl__writer_counts(&c);
     int st = state();
-    mtl__fmt(buf, cap,
-             "state=%s trace=%s mode=%s rate=%llu pid=%d events=%llu allocations=%llu "
-             "frees=%llu bytes=%llu",
-             names[st & 3], st == MTL_OFF ? "" : mtl__pl.opt.output,
-             mtl__pl.opt.sample_rate ? "sampled" : "full",
-             (unsigned long long)mtl__pl.opt.sample_rate, (int)getpid(),
-             (unsigned long long)(c.allocations + c.frees),
-             (unsigned long long)c.allocations, (unsigned long long)c.frees,
-             (unsigned long long)c.bytes);
-    /* Known where memtally record writes the trace (it tracks blocks). */
     struct mtl_region *r = mtl__pl.region;
-    if (r && atomic_load(&r->live_known)) {
-        size_t n = strlen(buf);
-        mtl__fmt(buf + n, cap - n, " live_bytes=%llu",
-                 (unsigned long long)atomic_load(&r->live_bytes));
-    }
+    struct mtl_ctl_status s = {
+        .state = st, .trace = st == MTL_OFF ? "" : mtl__pl.opt.output,
+        .sample_rate = mtl__pl.opt.sample_rate, .pid = (int)getpid(),
+        .allocations = c.allocations, .frees = c.frees, .bytes = c.bytes,
+        /* Known where memtally record writes the trace (it tracks blocks). */
+        .have_live = r && atomic_load(&r->live_known),
+        .live_bytes = r ? atomic_load(&r->live_bytes) : 0,
+    };
+    mtl_ctl_format_status(buf, cap, &s);
     return 0;
 }
 

@@ -3,13 +3,13 @@
  * (control.h): one command line in, one answer out (common/ctlsock.h has
  * the protocol and where the socket lives).
  *
- * Two ways in.  A process started by `memtally record` is served through
- * the shared region memtally record made (common/region.h): memtally record
- * owns the socket and relays each command to a mailbox there, which a
- * thread of ours answers; the program then holds no descriptor of ours.
- * Any other process (a followed child, a program that starts recording
- * itself) listens on the socket itself, on a descriptor moved to 920 and
- * up, out of the program's way.
+ * Two ways in.  A process started by `memtally record` is served by
+ * memtally record itself, which owns the socket and acts on the region it
+ * shares with the program (common/region.h: the state word, the trace it
+ * writes): the program then holds no descriptor and runs no thread of
+ * ours for it.  Any other process (a followed child, a program that
+ * starts recording itself) listens on the socket itself, on a descriptor
+ * moved to 920 and up, out of the program's way, with a thread of ours.
  *
  * The thread: detached (it never keeps the process alive), every signal
  * blocked (the program's handlers never run on it), marked inside
@@ -24,8 +24,8 @@
  * and mtl__control_start, which the recorder calls again in a child that
  * records, does the same first if the handler has not run yet (the
  * recorder's own handler may run before ours); the pid that owns the
- * socket tells.  Only that pid ever removes the socket file.  The mailbox
- * is its process's alone (the pid it was taken in).
+ * socket tells.  Only that pid ever removes the socket file.  memtally
+ * record's region serves its process alone (the pid it was taken in).
  */
 #include "preload/control.h"
 #include "preload/preload.h"
@@ -57,7 +57,6 @@ static struct {
     dev_t dev;              /* the listening socket's identity */
     ino_t ino;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    atomic_int mailbox_on;  /* the mailbox thread serves */
     int said;               /* the one message was given */
     int atfork_set;
 } ctl = { .fd = -1, .client = -1 };
@@ -71,20 +70,6 @@ static void say_once(const char *why)
 }
 
 /* --- serving one command -------------------------------------------------- */
-
-/* What a failed operation means, in the client's words. */
-static const char *why(const char *cmd, int rc)
-{
-    if (rc == -EBUSY && !strcmp(cmd, "start"))
-        return "already recording";
-    if (rc == -EINVAL && !strcmp(cmd, "pause"))
-        return "not recording";
-    if (rc == -EINVAL && !strcmp(cmd, "continue"))
-        return "not paused";
-    if (rc == -EINVAL)
-        return "no trace is open (state off)";
-    return strerror(-rc);
-}
 
 /* Runs one command line; the answer, with its newline, goes to out. */
 static size_t run_command(char *line, char *out, size_t cap)
@@ -120,7 +105,7 @@ static size_t run_command(char *line, char *out, size_t cap)
     }
     if (rc == 0)
         return mtl__fmt(out, cap, "ok\n");
-    return mtl__fmt(out, cap, "error %s: %s\n", cmd, why(cmd, rc));
+    return mtl__fmt(out, cap, "error %s: %s\n", cmd, mtl_ctl_why(cmd, rc));
 }
 
 static void serve(int lfd)
@@ -144,60 +129,14 @@ static void serve(int lfd)
     close(fd);
 }
 
-/* --- the mailbox (a process memtally record started) ---------------------- */
-
-static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *t)
-{
-    return syscall(SYS_futex, word, op, val, t, NULL, 0);
-}
-
-static void *mailbox_main(void *arg)
-{
-    struct mtl_region *r = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-    mtl__tls.in_hook = 1; /* for the thread's whole life */
-    uint32_t served = atomic_load(&r->ctl_req);
-    while (atomic_load(&ctl.mailbox_on)) {
-        uint32_t req = atomic_load(&r->ctl_req);
-        if (req == served) {
-            struct timespec wake = { WAKE_MS / 1000, (WAKE_MS % 1000) * 1000000L };
-            futex(&r->ctl_req, FUTEX_WAIT, req, &wake); /* shared: not private */
-            continue;
-        }
-        char line[MTL_CTL_LINE];
-        memcpy(line, r->ctl_line, sizeof line);
-        line[sizeof line - 1] = '\0';
-        run_command(line, r->ctl_answer, sizeof r->ctl_answer);
-        served = req;
-        atomic_store(&r->ctl_ans, req);
-        futex(&r->ctl_ans, FUTEX_WAKE, 1, NULL);
-    }
-    return NULL;
-}
-
-/* Serves the mailbox of memtally record's region, if this process has
- * one: 1 when it does (or already did), 0 when it has none. */
-static int start_mailbox(void)
+/* memtally record serves the socket of the program it started, from the
+ * region it shares with it (cli/record_writer.c): no thread here.  The
+ * region says whether this process is still the one it records. */
+static int served_by_memtally_record(void)
 {
     struct mtl_region *r = mtl__pl.mailbox;
     if (!r || mtl__pl.mailbox_pid != (int)getpid())
         return 0;
-    if (atomic_exchange(&ctl.mailbox_on, 1))
-        return 1;
-    pthread_attr_t attr;
-    pthread_t thread;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    int err = pthread_create(&thread, &attr, mailbox_main, r);
-    pthread_attr_destroy(&attr);
-    if (err != 0) {
-        atomic_store(&ctl.mailbox_on, 0);
-        say_once("the control has no thread to serve it");
-        return 1;
-    }
     atomic_store(&r->ctl_live, 1);
     return 1;
 }
@@ -280,7 +219,7 @@ int mtl__control_start(void)
         ctl.atfork_set = 1;
         pthread_atfork(NULL, NULL, atfork_child);
     }
-    if (start_mailbox())
+    if (served_by_memtally_record())
         goto out;
 
     char path[sizeof ctl.path], why[sizeof ctl.path + 128];
@@ -335,11 +274,8 @@ out:
  * sees that it was stopped within WAKE_MS and closes its descriptor. */
 void mtl__control_stop(void)
 {
-    if (mtl__pl.mailbox && mtl__pl.mailbox_pid == (int)getpid() &&
-        atomic_exchange(&ctl.mailbox_on, 0)) {
+    if (mtl__pl.mailbox && mtl__pl.mailbox_pid == (int)getpid())
         atomic_store(&mtl__pl.mailbox->ctl_live, 0);
-        futex(&mtl__pl.mailbox->ctl_req, FUTEX_WAKE, 1, NULL);
-    }
     if (atomic_load(&ctl.pid) != (int)getpid())
         return;
     int saved = errno;

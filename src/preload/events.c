@@ -57,6 +57,11 @@ static struct mtl_tstate *orphan(void)
 
 void mtl__events_use_region(struct mtl_region *r)
 {
+    /* The state and the clock move with the events. */
+    atomic_store(&r->state, atomic_load(mtl__pl.state));
+    if (!atomic_load(&r->start_ns))
+        atomic_store(&r->start_ns, mtl__pl.start_ns);
+    mtl__pl.state = &r->state;
     mtl__pl.region = r;
     struct mtl_tstate *o = mtl_region_state(r, ORPHAN);
     o->pending_ns = UINT64_MAX;
@@ -100,7 +105,7 @@ static struct mtl_cev *room(struct mtl_tstate *ts)
         if (e)
             return e;
         if (mtl__tls.writer || !writer_alive() ||
-            atomic_load(&mtl__pl.state) != MTL_RECORDING)
+            atomic_load(mtl__pl.state) != MTL_RECORDING)
             return NULL;
         mtl_spin_unlock(&ts->lock);
         mtl_region_wake(R);
@@ -277,7 +282,7 @@ void mtl__thread_exit(void)
     if (!ts)
         return;
     int saved = errno;
-    if (atomic_load(&mtl__pl.state) == MTL_RECORDING) {
+    if (atomic_load(mtl__pl.state) == MTL_RECORDING) {
         note_own_name(ts);
         append(ts, MTL_CEV_THREAD_EXIT, 0, 0, 0);
     }
@@ -287,21 +292,6 @@ void mtl__thread_exit(void)
     if (ts != orphan())
         atomic_store(&ts->in_use, 0);
     errno = saved;
-}
-
-/* The queued chunks' events are dropped, the chunks go back to the pool. */
-static void drop_queued(struct mtl_region *r)
-{
-    mtl_spin_lock(&r->pool_lock);
-    uint32_t id = r->full_head;
-    r->full_head = r->full_tail = 0;
-    r->nfull = 0;
-    mtl_spin_unlock(&r->pool_lock);
-    while (id) {
-        uint32_t next = mtl_region_chunk(r, id)->next;
-        mtl_pool_release(r, id);
-        id = next;
-    }
 }
 
 void mtl__events_atfork(int phase)
@@ -329,7 +319,7 @@ void mtl__events_atfork(int phase)
         if (i != ORPHAN && ts != mtl__tls.ts)
             atomic_store(&ts->in_use, 0);
     }
-    drop_queued(R);
+    mtl_region_drop_queued(R);
 }
 
 /* Child that records on: this thread becomes thread 0 of the new trace. */
@@ -345,23 +335,7 @@ void mtl__events_after_fork_child(void)
 
 void mtl__events_begin_trace(void)
 {
-    drop_queued(R);
-    uint32_t n = atomic_load(&R->nstates);
-    for (uint32_t i = 0; i < n; i++) {
-        struct mtl_tstate *ts = mtl_region_state(R, i);
-        mtl_spin_lock(&ts->lock);
-        if (ts->cur)
-            atomic_store(&mtl_region_chunk(R, ts->cur)->n, 0);
-        ts->last_ns = 0;
-        ts->pending_ns = UINT64_MAX;
-        memset(ts->name, 0, sizeof ts->name); /* named again by the writer */
-        if (i != ORPHAN && atomic_load(&ts->in_use) && ts->tid) {
-            struct mtl_cev *e = room(ts);
-            if (e)
-                put(ts, e, stamp(ts), MTL_CEV_THREAD_START, (uint64_t)ts->tid, 0, 0);
-        }
-        mtl_spin_unlock(&ts->lock);
-    }
+    mtl_region_begin_trace(R, atomic_load(&R->start_ns));
 }
 
 int mtl__events_go_private(void)

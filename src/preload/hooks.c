@@ -127,7 +127,7 @@ HOOK_INLINE int recording(struct mtl__tls *tls)
     if (MTL_UNLIKELY(!init_started))
         mtl__hooks_first_use();
     return !tls->in_hook &&
-           atomic_load_explicit(&mtl__pl.state, memory_order_relaxed) ==
+           atomic_load_explicit(mtl__pl.state, memory_order_relaxed) ==
                MTL_RECORDING;
 }
 
@@ -422,7 +422,7 @@ void mtl__hook_freeing(void *p)
 EXPORT int dlclose(void *handle)
 {
     ensure_resolved();
-    int recording_now = atomic_load(&mtl__pl.state) == MTL_RECORDING;
+    int recording_now = atomic_load(mtl__pl.state) == MTL_RECORDING;
     /* Know the object before it goes, and that it went after. */
     if (recording_now)
         mtl__modules_rescan();
@@ -441,7 +441,7 @@ EXPORT int dlclose(void *handle)
  * appended). */
 static char *const *exec_environment(char *const envp[], size_t *made)
 {
-    int st = atomic_load(&mtl__pl.state);
+    int st = atomic_load(mtl__pl.state);
     *made = 0;
     if (st != MTL_RECORDING && st != MTL_PAUSED)
         return envp;

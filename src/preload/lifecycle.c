@@ -47,7 +47,10 @@
 #include "preload/control.h"
 #include "trace/format.h"
 
-struct mtl__preload mtl__pl = { .fd = -1 };
+/* The state before there is a region to hold it. */
+static atomic_int early_state;
+
+struct mtl__preload mtl__pl = { .fd = -1, .state = &early_state };
 
 static int inited;
 static int late_done;
@@ -131,7 +134,7 @@ void mtl__init(void)
             close((int)fd);
         goto out;
     }
-    mtl__pl.start_ns = mtl__monotonic_ns();
+    mtl__set_start(mtl__monotonic_ns());
     mtl__pl.pid = getpid();
     from_record = mtl__env_find();
     read_options();
@@ -154,7 +157,7 @@ void mtl__init(void)
      * made this early, inside whatever allocated first.  --idle opens the
      * trace but records nothing until `memtally ctl PID start`. */
     if (mtl__begin_trace(NULL, 0) == 0)
-        atomic_store(&mtl__pl.state, mtl__pl.opt.idle ? MTL_PAUSED : MTL_RECORDING);
+        atomic_store(mtl__pl.state, mtl__pl.opt.idle ? MTL_PAUSED : MTL_RECORDING);
 out:
     errno = saved;
     tls->in_hook--;
@@ -163,7 +166,7 @@ out:
 void mtl__stop_recording(const char *why, int err)
 {
     int expected = MTL_RECORDING;
-    if (!atomic_compare_exchange_strong(&mtl__pl.state, &expected, MTL_FINISHED))
+    if (!atomic_compare_exchange_strong(mtl__pl.state, &expected, MTL_FINISHED))
         return;
     if (why)
         mtl__say("%s%s%s; recording stopped, the program runs on", why,
@@ -196,7 +199,8 @@ static void atfork_child(void)
      * of its own (recording or not, it must not touch the parent's). */
     int on_shared = mtl__pl.region == mtl__pl.shared;
     if (on_shared && mtl__events_go_private() < 0) {
-        atomic_store(&mtl__pl.state, MTL_OFF);
+        atomic_store(&early_state, MTL_OFF); /* not the parent's word */
+        mtl__pl.state = &early_state;
         mtl__tls.in_hook--; /* the child never records: leave it all */
         return;
     }
@@ -205,13 +209,13 @@ static void atfork_child(void)
     mtl__stacks_atfork(2);
     mtl__modules_atfork(2);
     mtl__api_atfork_child();
-    int was = atomic_load(&mtl__pl.state);
-    atomic_store(&mtl__pl.state, MTL_OFF);
+    int was = atomic_load(mtl__pl.state);
+    atomic_store(mtl__pl.state, MTL_OFF);
     if (was == MTL_RECORDING && mtl__pl.opt.follow_fork) {
         mtl__pl.pid = getpid();
-        mtl__pl.start_ns = mtl__monotonic_ns();
+        mtl__set_start(mtl__monotonic_ns());
         mtl__pl.opt.output[0] = '\0'; /* children use the pattern */
-        atomic_store(&mtl__pl.state, MTL_RECORDING);
+        atomic_store(mtl__pl.state, MTL_RECORDING);
         mtl__events_after_fork_child();
         mtl__writer_after_fork_child();
         mtl__control_start(); /* a socket of its own */
@@ -224,7 +228,7 @@ static void atfork_child(void)
 static int ours(void)
 {
     /* A vfork child shares our memory but must not touch our trace. */
-    int st = atomic_load(&mtl__pl.state);
+    int st = atomic_load(mtl__pl.state);
     return (st == MTL_RECORDING || st == MTL_PAUSED) && getpid() == mtl__pl.pid;
 }
 
@@ -265,7 +269,7 @@ void mtl__before_exit_now(void)
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 5000);
     if (!writer_outside())
-        atomic_store(&mtl__pl.state, MTL_FINISHED);
+        atomic_store(mtl__pl.state, MTL_FINISHED);
     mtl__tls.in_hook--;
 }
 
@@ -281,7 +285,7 @@ void mtl__finish_on_signal(int sig)
     if (ours()) {
         mtl__tls.in_hook++;
         mtl__writer_finish(MTL_END_SIGNAL, sig, 3000);
-        atomic_store(&mtl__pl.state, MTL_FINISHED);
+        atomic_store(mtl__pl.state, MTL_FINISHED);
     }
     mtl__control_stop(); /* recording or not, the socket goes */
 }
@@ -359,7 +363,7 @@ __attribute__((constructor)) static void memtally_constructor(void)
     tidy_environment();
     if (mtl__pl.ready)
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-    int st = atomic_load(&mtl__pl.state);
+    int st = atomic_load(mtl__pl.state);
     if ((st == MTL_RECORDING || st == MTL_PAUSED) && !writer_outside()) {
         if (mtl__writer_start() < 0)
             mtl__say("cannot start the writer thread; events are written at exit");
@@ -391,12 +395,12 @@ static void finish_at_exit(void *unused)
     mtl__control_stop();
     if (!ours())
         return;
-    if (atomic_load(&mtl__pl.state) == MTL_RECORDING)
+    if (atomic_load(mtl__pl.state) == MTL_RECORDING)
         free_cxx_pool();
     mtl__tls.in_hook++;
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
     if (!writer_outside())
-        atomic_store(&mtl__pl.state, MTL_FINISHED);
+        atomic_store(mtl__pl.state, MTL_FINISHED);
     mtl__tls.in_hook--;
 }
 

@@ -52,13 +52,7 @@ struct mtl__tls {
 
 extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;
 
-/* Recording state: 0 before init, then one of these. */
-enum mtl__state {
-    MTL_OFF = 0,       /* no trace open: hooks only forward */
-    MTL_RECORDING = 1,
-    MTL_FINISHED = 2,  /* recording failed or the process is ending */
-    MTL_PAUSED = 3,    /* a trace is open but nothing is recorded */
-};
+/* Recording state: enum mtl_rec_state (common/region.h), 0 before init. */
 
 /* The module's state in one struct (hooks.c owns it). */
 struct mtl__options {
@@ -72,7 +66,8 @@ struct mtl__options {
 };
 
 struct mtl__preload {
-    atomic_int state;
+    atomic_int *state;          /* the region's (memtally record may change
+                                   it), or a word of ours before there is one */
     int ready;                  /* set up: a trace may begin */
     struct mtl__options opt;
     uint64_t start_ns;          /* CLOCK_MONOTONIC at start */
@@ -81,7 +76,7 @@ struct mtl__preload {
     struct mtl_region *region;  /* where events go */
     struct mtl_region *shared;  /* memtally record's region, until its
                                    trace ends (then a private one) */
-    struct mtl_region *mailbox; /* memtally record's region, for control.c */
+    struct mtl_region *mailbox; /* memtally record's region: it serves control */
     int mailbox_pid;            /* the process it belongs to */
     atomic_uint next_thread;    /* next thread index */
 };
@@ -90,6 +85,7 @@ extern struct mtl__preload mtl__pl MTL_HIDDEN;
 /* sys.c: small helpers that never allocate. */
 uint64_t mtl__now_ns(void) MTL_HIDDEN;                   /* since start */
 uint64_t mtl__monotonic_ns(void) MTL_HIDDEN;
+void mtl__set_start(uint64_t ns) MTL_HIDDEN;            /* the trace's clock */
 void *mtl__pages_alloc(size_t size) MTL_HIDDEN;         /* zeroed, or NULL */
 void mtl__pages_free(void *p, size_t size) MTL_HIDDEN;
 void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 2)));

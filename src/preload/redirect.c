@@ -207,7 +207,7 @@ __attribute__((used)) static void *dlopen_deep(const char *file, int mode)
     if (h) {
         int saved = errno;
         mtl__redirect_loaded();
-        if (atomic_load(&mtl__pl.state) == MTL_RECORDING)
+        if (atomic_load(mtl__pl.state) == MTL_RECORDING)
             mtl__modules_rescan();
         errno = saved;
     }

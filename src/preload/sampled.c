@@ -31,7 +31,28 @@ static struct {
     _Atomic uint8_t *filter;   /* the same, once made */
     uint64_t *keys;            /* open addressing, 0 empty, 1 deleted */
     size_t cap, count, used;   /* used counts deleted slots too */
+    uint32_t gen;              /* the trace the set belongs to */
 } sm = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void clear_locked(void)
+{
+    if (sm.keys)
+        memset(sm.keys, 0, sm.cap * sizeof *sm.keys);
+    if (sm.filter)
+        memset((void *)sm.filter, 0, (size_t)1 << FILTER_BITS);
+    sm.count = sm.used = 0;
+}
+
+/* With sm.mu held: a trace begun since (memtally record begins them too,
+ * for `memtally ctl`) has no sampled blocks yet. */
+static void follow_trace_locked(void)
+{
+    uint32_t gen = mtl__pl.region ? atomic_load(&mtl__pl.region->trace_gen) : 0;
+    if (gen != sm.gen) {
+        clear_locked();
+        sm.gen = gen;
+    }
+}
 
 static inline size_t filter_slot(uint64_t p)
 {
@@ -124,6 +145,7 @@ int mtl__sampled_add(uint64_t p)
         return -1;
     int rc = 0;
     pthread_mutex_lock(&sm.mu);
+    follow_trace_locked();
     if (!sm.filter) {
         if (!(sm.filter = mtl__pages_alloc((size_t)1 << FILTER_BITS))) {
             rc = -1;
@@ -161,6 +183,7 @@ int mtl__sampled_take(uint64_t p)
         return 0;
     int found = 0;
     pthread_mutex_lock(&sm.mu);
+    follow_trace_locked();
     if (sm.cap) {
         size_t mask = sm.cap - 1, i = key_slot(p, mask);
         for (; sm.keys[i]; i = (i + 1) & mask) {
@@ -185,11 +208,7 @@ int mtl__sampled_take(uint64_t p)
 void mtl__sampled_clear(void)
 {
     pthread_mutex_lock(&sm.mu);
-    if (sm.keys)
-        memset(sm.keys, 0, sm.cap * sizeof *sm.keys);
-    if (sm.filter)
-        memset((void *)sm.filter, 0, (size_t)1 << FILTER_BITS);
-    sm.count = sm.used = 0;
+    clear_locked();
     pthread_mutex_unlock(&sm.mu);
 }
 

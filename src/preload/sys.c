@@ -22,9 +22,21 @@ uint64_t mtl__monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The trace's clock lives in the region once there is one: memtally
+ * record restarts it when it begins a trace for `memtally ctl`. */
 uint64_t mtl__now_ns(void)
 {
-    return mtl__monotonic_ns() - mtl__pl.start_ns;
+    struct mtl_region *r = mtl__pl.region;
+    uint64_t start = r ? atomic_load_explicit(&r->start_ns, memory_order_relaxed)
+                       : mtl__pl.start_ns;
+    return mtl__monotonic_ns() - start;
+}
+
+void mtl__set_start(uint64_t ns)
+{
+    mtl__pl.start_ns = ns;
+    if (mtl__pl.region)
+        atomic_store(&mtl__pl.region->start_ns, ns);
 }
 
 void *mtl__pages_alloc(size_t size)

@@ -237,6 +237,7 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     }
     write_header_record(e);
     mtl_encoder_flush(e);
+    mtl_encoder_publish_counts(e); /* a status now says 0, not the last trace's */
     return e->failed ? -e->err : 0;
 }
 
