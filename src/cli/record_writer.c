@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,6 +17,9 @@
 
 #define ROUND_MS 20
 #define BLOCK_AGE_MS 20 /* blocks reach the file within a round or so */
+/* A lock of the program held this long (spins, yielding) and the round is
+ * skipped: its holder may be dead, which only waitpid tells. */
+#define BUSY_SPINS 20000
 
 static uint64_t now_ns(void)
 {
@@ -170,6 +174,7 @@ static int begin_trace(struct record_writer *rw, const char *given, int clobber)
     atomic_store(&r->live_bytes, 0);
     rw->enc.observe = observe;
     rw->enc.observe_ctx = rw;
+    rw->enc.skip_when_busy = 1;
     atomic_store(&r->live_known, 1);
     mtl_encoder_refresh_names(&rw->enc);
     rw->traces++;
@@ -185,7 +190,14 @@ static void end_trace(struct record_writer *rw, unsigned reason, int detail, int
         return;
     rw->enc.owner_dead = dead;
     uint64_t until = atomic_load(&rw->r->end_ns);
-    mtl_encoder_round(&rw->enc, !until, until ? until : UINT64_MAX, 0, 0);
+    /* Every event up to the end: wait for a lock held by a live program,
+     * never for one held by a dead program. */
+    while (mtl_encoder_round(&rw->enc, !until, until ? until : UINT64_MAX, BUSY_SPINS, 0)) {
+        if (atomic_load(&rw->child_done) || kill(rw->pid, 0) < 0)
+            rw->enc.owner_dead = 1;
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
     mtl_encoder_end(&rw->enc, reason, detail);
     close_trace(rw);
 }
@@ -246,7 +258,7 @@ static void *writer(void *arg)
         } else if (rw->out >= 0) {
             if (round % (1000 / ROUND_MS) == 0)
                 mtl_encoder_refresh_names(&rw->enc);
-            mtl_encoder_round(&rw->enc, 0, UINT64_MAX, 0, BLOCK_AGE_MS);
+            mtl_encoder_round(&rw->enc, 0, UINT64_MAX, BUSY_SPINS, BLOCK_AGE_MS);
             atomic_store(&r->live_bytes, rw->live_bytes);
         }
         pthread_mutex_unlock(&rw->mu);

@@ -17,6 +17,7 @@
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
 #define WINDOW_INDEX_BITS 10
+#define BUSY_SPINS 20000 /* a few ms of trying for a lock, then a round skipped */
 _Static_assert(MTL_ENC_WINDOW_INDEX == 1u << WINDOW_INDEX_BITS, "window index size");
 
 static uint64_t monotonic_ns(void)
@@ -331,8 +332,9 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
 /* --- collecting and merging ---------------------------------------------- */
 
 /* Detaches every thread's chunk into the runs; returns the cutoff time
- * below which every event has been collected. */
-static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins)
+ * below which every event has been collected.  *busy: a lock was held
+ * (with skip_when_busy): nothing may be written this round. */
+static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins, int *busy)
 {
     struct mtl_region *r = e->r;
     uint64_t cutoff = mtl_encoder_now(e);
@@ -342,8 +344,10 @@ static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins)
         if (e->owner_dead) {
             /* Nobody will append again; a lock held at the death stays held. */
         } else if (trylock_spins) {
-            if (!mtl_spin_trylock(&ts->lock, trylock_spins))
+            if (!mtl_spin_trylock(&ts->lock, trylock_spins)) {
+                *busy |= e->skip_when_busy;
                 continue; /* a thread stopped inside memtally: skip it */
+            }
         } else {
             mtl_spin_lock(&ts->lock);
         }
@@ -362,6 +366,8 @@ static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins)
      * its successor is not left for the next round. */
     int locked = e->owner_dead ? 0 : trylock_spins ? mtl_spin_trylock(&r->pool_lock, trylock_spins)
                                                    : (mtl_spin_lock(&r->pool_lock), 1);
+    if (!locked && !e->owner_dead)
+        *busy |= e->skip_when_busy;
     if (locked || e->owner_dead) {
         while (r->full_head && e->nruns < MAX_RUNS) {
             uint32_t id = r->full_head;
@@ -517,11 +523,9 @@ static int emit_modules(struct mtl_encoder *e, uint64_t unloads_before)
     return more;
 }
 
-static void write_modules(struct mtl_encoder *e, uint64_t unloads_before, unsigned spins)
+/* With the module table's lock held by the round (or passed over). */
+static void write_modules(struct mtl_encoder *e, uint64_t unloads_before)
 {
-    /* A dead program's lock is passed over: it cannot change the table. */
-    int locked = e->owner_dead ? 0 : spins ? mtl_spin_trylock(&e->r->mod_lock, spins)
-                                           : (mtl_spin_lock(&e->r->mod_lock), 1);
     int more;
     do {
         reserve(e, STREAM_CAP / 2);
@@ -529,8 +533,6 @@ static void write_modules(struct mtl_encoder *e, uint64_t unloads_before, unsign
         if (more)
             mtl_encoder_flush(e);
     } while (more && !e->failed);
-    if (locked)
-        mtl_spin_unlock(&e->r->mod_lock);
 }
 
 /* The nodes defined since the last call, as one STACK_NODES record;
@@ -574,9 +576,9 @@ static int emit_nodes(struct mtl_encoder *e)
  * a library loaded, used and closed within one round (a dlopen loop) has
  * its nodes defined while it is loaded.  Only unloads from before the
  * nodes were taken: a node made before a later unload is in them. */
-static void write_definitions(struct mtl_encoder *e, unsigned spins)
+static void write_definitions(struct mtl_encoder *e)
 {
-    write_modules(e, 0, spins);
+    write_modules(e, 0);
     uint64_t nodes_taken = mtl_encoder_now(e);
     int more;
     do {
@@ -585,7 +587,7 @@ static void write_definitions(struct mtl_encoder *e, unsigned spins)
         if (more)
             mtl_encoder_flush(e);
     } while (more && !e->failed);
-    write_modules(e, nodes_taken ? nodes_taken : 1, spins);
+    write_modules(e, nodes_taken ? nodes_taken : 1);
 }
 
 /* --- rounds ------------------------------------------------------------ */
@@ -628,17 +630,36 @@ void mtl_encoder_publish_counts(struct mtl_encoder *e)
     atomic_store(&e->r->bytes, e->bytes);
 }
 
-void mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
-                       unsigned trylock_spins, unsigned max_age_ms)
+int mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
+                      unsigned trylock_spins, unsigned max_age_ms)
 {
     if (e->failed || e->ended)
-        return;
-    uint64_t cutoff = collect(e, trylock_spins);
+        return 0;
+    int busy = 0;
+    uint64_t cutoff = collect(e, trylock_spins, &busy);
+    /* The module table's lock, held while the definitions are written: a
+     * dead program's is passed over (it cannot change the table), and a
+     * round that may not wait writes nothing rather than half. */
+    int mod_locked = 0;
+    if (!e->owner_dead && !busy) {
+        if (!trylock_spins) {
+            mtl_spin_lock(&e->r->mod_lock);
+            mod_locked = 1;
+        } else if (mtl_spin_trylock(&e->r->mod_lock, trylock_spins)) {
+            mod_locked = 1;
+        } else {
+            busy = e->skip_when_busy;
+        }
+    }
+    if (busy)
+        return 1; /* the chunks taken wait in the runs for the next round */
     if (final)
         cutoff = UINT64_MAX;
     if (until < cutoff)
         cutoff = until;
-    write_definitions(e, trylock_spins);
+    write_definitions(e);
+    if (mod_locked)
+        mtl_spin_unlock(&e->r->mod_lock);
     merge_runs(e, cutoff);
     release_runs(e, until != UINT64_MAX && cutoff == until);
     uint64_t now = mtl_encoder_now(e);
@@ -647,13 +668,14 @@ void mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
     sample_rss(e, final ? now : cutoff < now ? cutoff : now);
     mtl_encoder_publish_counts(e);
     if (final)
-        return;
+        return 0;
     if (e->total >= MTL_BLOCK_TARGET ||
         now - e->block_started_ns >= (uint64_t)max_age_ms * 1000000ull ||
         now < e->block_started_ns) {
         mtl_encoder_flush(e);
         e->block_started_ns = now;
     }
+    return 0;
 }
 
 void mtl_encoder_end(struct mtl_encoder *e, unsigned reason, int detail)
@@ -746,7 +768,8 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
 {
     if (e->ended || e->failed)
         return -EINVAL;
-    mtl_encoder_round(e, 0, UINT64_MAX, 0, 0);
+    /* A round that may not wait leaves the newest events out of the copy. */
+    mtl_encoder_round(e, 0, UINT64_MAX, e->skip_when_busy ? BUSY_SPINS : 0, 0);
     mtl_encoder_flush(e);
     /* The trace so far, block for block... */
     char buf[65536];

@@ -69,6 +69,8 @@ struct mtl_encoder {
     int err;                   /* its errno */
     int ended;                 /* the END record is written */
     int owner_dead;            /* the program is gone: its locks are ignored */
+    int skip_when_busy;        /* a lock held past the spins: no round now
+                                  (the program may be dead: see owner_dead) */
     /* Optional: sees each allocation and free as it is written (memtally
      * record keeps live bytes with it, for status lines). */
     void (*observe)(void *ctx, const struct mtl_cev *ev);
@@ -90,10 +92,13 @@ uint64_t mtl_encoder_now(const struct mtl_encoder *e);
 /* One round (see above).  final: every event collected is written, young
  * or not; until: events from then on are dropped (UINT64_MAX: none);
  * trylock_spins: 0 waits for every thread's lock, else a thread that holds
- * its lock that long is passed over this round (a stopped thread, a dead
- * program); max_age_ms: a block that waited that long goes to the sink. */
-void mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
-                       unsigned trylock_spins, unsigned max_age_ms);
+ * its lock that long is passed over this round (a stopped thread), or,
+ * with skip_when_busy, the round is (the program may have died holding
+ * it: the caller finds out, and sets owner_dead); max_age_ms: a block that
+ * waited that long goes to the sink.  Returns 1 when the round was
+ * skipped, else 0. */
+int mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
+                      unsigned trylock_spins, unsigned max_age_ms);
 
 /* Records the names that threads took since they were last read
  * (pthread_setname_np, prctl), from /proc/PID/task/TID/comm. */

@@ -43,3 +43,26 @@ expect_eq "memtally's exit status (killed at once)" 137 $?
 expect_eq "allocations just before the SIGKILL, all recorded" 20000 "$(jq -r .allocations info.json)"
 expect_eq "their bytes, killed at once" 960000 "$(jq -r .bytes_allocated info.json)"
 expect_eq "complete, killed at once" true "$(jq -r .complete info.json)"
+
+# Threads killed in the middle of recording an event (a lock of ours held,
+# a chunk half filled): memtally record still ends, at once, with a complete
+# trace in which every allocation but the last of each thread is freed.
+for round in 1 2 3; do
+    timeout 60 "$MEMTALLY_BIN" record -q -o busy$round.mtly -- "$TEST_PROGRAMS/exact_endless" 2 &
+    cli=$!
+    pid=
+    for i in $(seq 100); do
+        rec=$(pgrep -P $cli) && pid=$(pgrep -P "$rec" exact_endless) && break
+        sleep 0.1
+    done
+    [ -n "$pid" ] || fail "the program did not start"
+    sleep 0.$round
+    kill -KILL "$pid"
+    wait $cli
+    expect_eq "memtally's exit status, threads killed busy ($round)" 137 $?
+    expect_eq "complete, threads killed busy ($round)" true "$(info_get busy$round.mtly complete)"
+    allocs=$(info_get busy$round.mtly allocations)
+    frees=$(info_get busy$round.mtly frees)
+    [ $((allocs - frees)) -le 3 ] || fail "$allocs allocations but $frees frees ($round)"
+done
+echo "ok: threads killed while recording leave complete traces"
