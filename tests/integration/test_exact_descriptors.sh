@@ -18,6 +18,20 @@ seen=$("$MEMTALLY_BIN" record -q -o b.mtly -- bash -c "$script") || fail "bash u
 expect_eq "bash writes to its descriptor 900" "$alone" "$seen"
 expect_eq "the trace reads whole" true "$(info_get b.mtly complete)"
 
+# The program's descriptors get the numbers they would get alone (was: 5
+# for the first, libunwind's pipe having taken 3 and 4); bash redirecting
+# onto high numbers (its own are 10 and up) is undisturbed.
+script='open(my $f, "<", "/dev/null"); print fileno($f), "\n"'
+alone=$(perl -e "$script") || fail "perl alone failed"
+seen=$("$MEMTALLY_BIN" record -q -o p.mtly -- perl -e "$script") || fail "perl under memtally failed"
+expect_eq "the program's first descriptor" "$alone" "$seen"
+for n in 3 940 1010; do
+    script="exec $n>lk$n; echo hi >&$n; x=\$(seq 100 | sort); echo ho >&$n; wc -c <lk$n"
+    seen=$("$MEMTALLY_BIN" record -q -o b$n.mtly -- bash -c "$script") ||
+        fail "bash under memtally failed with its descriptor $n"
+    expect_eq "bash writes to its descriptor $n" 6 "$seen"
+done
+
 # No descriptor of the trace in the program.
 "$MEMTALLY_BIN" record -q -o l.mtly -- sh -c 'ls -l /proc/$$/fd' >fds.txt || fail "ls under memtally failed"
 grep -q 'l\.mtly' fds.txt && fail "the program holds the trace open: $(cat fds.txt)"
