@@ -333,7 +333,8 @@ static int begin_here(struct record_writer *rw, const char *path, int clobber)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     r->info.start_unix_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000;
-    mtl_region_begin_trace(r, now_ns());
+    if (mtl_region_begin_trace(r, now_ns(), BUSY_SPINS) < 0)
+        return -EBUSY; /* the program holds its pool's lock: try again */
     return begin_trace(rw, path, clobber);
 }
 

@@ -118,10 +118,21 @@ int mtl_spin_trylock(atomic_int *l, unsigned spins)
 
 /* --- the pool ------------------------------------------------------------ */
 
-uint32_t mtl_pool_try_get(struct mtl_region *r)
+/* Takes l: waiting (spins 0), or giving up after spins tries. */
+static int take(atomic_int *l, unsigned spins)
+{
+    if (!spins) {
+        mtl_spin_lock(l);
+        return 1;
+    }
+    return mtl_spin_trylock(l, spins);
+}
+
+uint32_t mtl_pool_try_get(struct mtl_region *r, unsigned spins)
 {
     uint32_t id = 0;
-    mtl_spin_lock(&r->pool_lock);
+    if (!take(&r->pool_lock, spins))
+        return 0;
     if (r->free_head) {
         id = r->free_head;
         r->free_head = mtl_region_chunk(r, id)->next;
@@ -138,29 +149,32 @@ uint32_t mtl_pool_try_get(struct mtl_region *r)
     return id;
 }
 
-void mtl_pool_release(struct mtl_region *r, uint32_t id)
+int mtl_pool_release(struct mtl_region *r, uint32_t id, unsigned spins)
 {
-    mtl_spin_lock(&r->pool_lock);
+    if (!take(&r->pool_lock, spins))
+        return -1;
     mtl_region_chunk(r, id)->next = r->free_head;
     r->free_head = id;
     mtl_spin_unlock(&r->pool_lock);
+    return 0;
 }
 
-uint32_t mtl_pool_queue_full(struct mtl_region *r, uint32_t id)
+int mtl_pool_queue_full(struct mtl_region *r, uint32_t id, unsigned spins)
 {
+    if (!take(&r->pool_lock, spins))
+        return -1;
     mtl_region_chunk(r, id)->next = 0;
-    mtl_spin_lock(&r->pool_lock);
     if (r->full_tail)
         mtl_region_chunk(r, r->full_tail)->next = id;
     else
         r->full_head = id;
     r->full_tail = id;
-    uint32_t n = ++r->nfull;
+    int n = (int)++r->nfull;
     mtl_spin_unlock(&r->pool_lock);
     return n;
 }
 
-struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts)
+struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
 {
     for (;;) {
         if (ts->cur) {
@@ -168,12 +182,14 @@ struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts)
             uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
             if (n < MTL_CHUNK_EVENTS)
                 return &c->ev[n];
-            uint32_t full = ts->cur;
+            int queued = mtl_pool_queue_full(r, ts->cur, spins);
+            if (queued < 0)
+                return NULL; /* the chunk stays the thread's */
             ts->cur = 0;
-            if (mtl_pool_queue_full(r, full) >= 8)
+            if (queued >= 8)
                 mtl_region_wake(r);
         }
-        uint32_t id = mtl_pool_try_get(r);
+        uint32_t id = mtl_pool_try_get(r, spins);
         if (!id)
             return NULL;
         ts->cur = id;
@@ -182,28 +198,36 @@ struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts)
 
 /* --- a new trace ----------------------------------------------------------- */
 
-void mtl_region_drop_queued(struct mtl_region *r)
+int mtl_region_drop_queued(struct mtl_region *r, unsigned spins)
 {
-    mtl_spin_lock(&r->pool_lock);
+    if (!take(&r->pool_lock, spins))
+        return -1;
     uint32_t id = r->full_head;
     r->full_head = r->full_tail = 0;
     r->nfull = 0;
-    mtl_spin_unlock(&r->pool_lock);
+    /* Onto the free list, under the same hold. */
     while (id) {
         uint32_t next = mtl_region_chunk(r, id)->next;
-        mtl_pool_release(r, id);
+        mtl_region_chunk(r, id)->next = r->free_head;
+        r->free_head = id;
         id = next;
     }
+    mtl_spin_unlock(&r->pool_lock);
+    return 0;
 }
 
-void mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns)
+int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spins)
 {
-    mtl_region_drop_queued(r);
+    if (mtl_region_drop_queued(r, spins) < 0)
+        return -1;
     atomic_store(&r->start_ns, start_ns);
     uint32_t n = atomic_load(&r->nstates);
     for (uint32_t i = 0; i < n; i++) {
         struct mtl_tstate *ts = mtl_region_state(r, i);
-        mtl_spin_lock(&ts->lock);
+        /* A thread stuck holding its lock (or dead) keeps its chunk: its
+         * events come later, on the old clock, clamped by the writer. */
+        if (!take(&ts->lock, spins))
+            continue;
         if (ts->cur)
             atomic_store(&mtl_region_chunk(r, ts->cur)->n, 0);
         ts->last_ns = 0;
@@ -211,7 +235,7 @@ void mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns)
         memset(ts->name, 0, sizeof ts->name);
         /* State 0 is shared by threads past their exit: no start. */
         if (i != 0 && atomic_load(&ts->in_use) && ts->tid) {
-            struct mtl_cev *e = mtl_region_room(r, ts);
+            struct mtl_cev *e = mtl_region_room(r, ts, spins);
             if (e) {
                 e->t_type = mtl_region_stamp(ts, 0) << 8 | MTL_CEV_THREAD_START;
                 e->a = (uint64_t)ts->tid;
@@ -224,6 +248,7 @@ void mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns)
         mtl_spin_unlock(&ts->lock);
     }
     atomic_fetch_add(&r->trace_gen, 1);
+    return 0;
 }
 
 /* --- waking the writer ---------------------------------------------------- */

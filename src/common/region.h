@@ -221,15 +221,19 @@ static inline void mtl_spin_unlock(atomic_int *l)
     atomic_store_explicit(l, 0, memory_order_release);
 }
 
-/* The pool.  try_get: a chunk (1-based, emptied), or 0 when none is free
- * and the budget is spent.  queue_full: returns the chunks queued. */
-uint32_t mtl_pool_try_get(struct mtl_region *r);
-void mtl_pool_release(struct mtl_region *r, uint32_t id);
-uint32_t mtl_pool_queue_full(struct mtl_region *r, uint32_t id);
+/* The pool.  spins, here and below: 0 waits for a lock; else the call
+ * gives up after that many tries (a writer in another process, whose
+ * program may die holding the lock).  try_get: a chunk (1-based,
+ * emptied), or 0 when none is free, the budget is spent or the lock was
+ * not had.  release: 0, or -1 (lock).  queue_full: the chunks queued, or
+ * -1 (lock). */
+uint32_t mtl_pool_try_get(struct mtl_region *r, unsigned spins);
+int mtl_pool_release(struct mtl_region *r, uint32_t id, unsigned spins);
+int mtl_pool_queue_full(struct mtl_region *r, uint32_t id, unsigned spins);
 
 /* With ts locked: a slot for one event, to fill and then publish with
  * mtl_cev_commit; NULL when no chunk is free (the caller waits or drops). */
-struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts);
+struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
 static inline void mtl_cev_commit(struct mtl_region *r, struct mtl_tstate *ts)
 {
     struct mtl_chunk *c = mtl_region_chunk(r, ts->cur);
@@ -247,13 +251,15 @@ static inline uint64_t mtl_region_stamp(struct mtl_tstate *ts, uint64_t now)
     return now;
 }
 
-/* The queued full chunks' events are dropped, the chunks go back. */
-void mtl_region_drop_queued(struct mtl_region *r);
+/* The queued full chunks' events are dropped, the chunks go back: 0, or
+ * -1 (lock). */
+int mtl_region_drop_queued(struct mtl_region *r, unsigned spins);
 
 /* A new trace begins at start_ns (CLOCK_MONOTONIC): the queued events are
  * dropped, every thread's clock restarts and each live thread's start is
- * said again (its name follows from the writer); trace_gen is bumped. */
-void mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns);
+ * said again (its name follows from the writer); trace_gen is bumped.
+ * 0, or -1 when the pool's lock was not had. */
+int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spins);
 
 /* Wakes the writer (a shared futex). */
 void mtl_region_wake(struct mtl_region *r);

@@ -101,7 +101,7 @@ static int writer_alive(void)
 static struct mtl_cev *room(struct mtl_tstate *ts)
 {
     for (;;) {
-        struct mtl_cev *e = mtl_region_room(R, ts);
+        struct mtl_cev *e = mtl_region_room(R, ts, 0);
         if (e)
             return e;
         if (mtl__tls.writer || !writer_alive() ||
@@ -140,7 +140,9 @@ static void append(struct mtl_tstate *ts, unsigned type, uint64_t a,
     if (e)
         put(ts, e, stamp(ts), type, a, b, stack);
     mtl_spin_unlock(&ts->lock);
-    if (!e)
+    /* No room and a writer alive: recording was paused or stopped while
+     * this thread waited; the event is not wanted. */
+    if (!e && !writer_alive())
         mtl__stop_recording("event buffers full and the writer is gone", 0);
 }
 
@@ -191,23 +193,25 @@ struct mtl_tstate *mtl__thread_state(void)
     if (tls->dead)
         return orphan();
 
+    /* A state left by a thread that exited, else a new one; taken by
+     * compare-and-swap either way, as another new thread may be scanning
+     * the slot just handed out. */
     struct mtl_tstate *ts = NULL;
-    uint32_t slot, n = atomic_load(&R->nstates);
-    for (slot = 1; slot < n; slot++) {
-        int expected = 0;
-        ts = mtl_region_state(R, slot);
-        if (atomic_compare_exchange_strong(&ts->in_use, &expected, 1))
-            break;
-        ts = NULL;
-    }
-    if (!ts) {
-        slot = atomic_fetch_add(&R->nstates, 1);
-        if (slot >= MTL_MAX_STATES) {
-            atomic_fetch_sub(&R->nstates, 1);
-            return orphan(); /* more threads alive than states: share */
+    uint32_t slot = 1;
+    while (!ts) {
+        uint32_t n = atomic_load(&R->nstates);
+        for (; slot < n; slot++) {
+            int expected = 0;
+            ts = mtl_region_state(R, slot);
+            if (atomic_compare_exchange_strong(&ts->in_use, &expected, 1))
+                break;
+            ts = NULL;
         }
-        ts = mtl_region_state(R, slot);
-        atomic_store(&ts->in_use, 1);
+        if (ts)
+            break;
+        if (n >= MTL_MAX_STATES)
+            return orphan(); /* more threads alive than states: share */
+        atomic_compare_exchange_strong(&R->nstates, &n, n + 1);
     }
     ts->pending_ns = UINT64_MAX;
     tls->ts = ts;
@@ -313,13 +317,13 @@ void mtl__events_atfork(int phase)
         ts->pending_ns = UINT64_MAX;
         ts->last_ns = 0; /* the child's clock starts anew */
         if (ts->cur) {
-            mtl_pool_release(R, ts->cur);
+            mtl_pool_release(R, ts->cur, 0);
             ts->cur = 0;
         }
         if (i != ORPHAN && ts != mtl__tls.ts)
             atomic_store(&ts->in_use, 0);
     }
-    mtl_region_drop_queued(R);
+    mtl_region_drop_queued(R, 0);
 }
 
 /* Child that records on: this thread becomes thread 0 of the new trace. */
@@ -335,7 +339,7 @@ void mtl__events_after_fork_child(void)
 
 void mtl__events_begin_trace(void)
 {
-    mtl_region_begin_trace(R, atomic_load(&R->start_ns));
+    mtl_region_begin_trace(R, atomic_load(&R->start_ns), 0);
 }
 
 int mtl__events_go_private(void)

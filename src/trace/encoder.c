@@ -64,6 +64,23 @@ static void proc_path(const struct mtl_encoder *e, char *buf, size_t cap, const 
 
 /* --- blocks ------------------------------------------------------------ */
 
+/* The spins of a lock taken here: 0 (wait) for our own process's writer,
+ * bounded where the program may die holding the lock. */
+static unsigned lock_spins(const struct mtl_encoder *e)
+{
+    return e->skip_when_busy ? BUSY_SPINS : 0;
+}
+
+/* A chunk written out goes back to the pool: 0, or -1 when its lock was
+ * not had (the chunk stays in the runs for the next round).  Not into a
+ * dead program's pool: nobody takes chunks from it any more. */
+static int give_back(struct mtl_encoder *e, uint32_t id)
+{
+    if (e->owner_dead)
+        return 0;
+    return mtl_pool_release(e->r, id, lock_spins(e));
+}
+
 static void fail(struct mtl_encoder *e, int err)
 {
     e->failed = 1;
@@ -200,7 +217,7 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     /* Whatever the last trace left behind belongs to it. */
     if (e->r == r)
         for (size_t i = 0; i < e->nruns; i++)
-            mtl_pool_release(r, e->runs[i]);
+            give_back(e, e->runs[i]);
     e->nruns = 0;
     e->r = r;
     e->pid = pid;
@@ -444,10 +461,9 @@ static void release_runs(struct mtl_encoder *e, int drop)
 {
     size_t keep = 0;
     for (size_t i = 0; i < e->nruns; i++) {
-        if (drop || run_chunk(e, i)->pos >= run_n(e, i))
-            mtl_pool_release(e->r, e->runs[i]);
-        else
-            e->runs[keep++] = e->runs[i];
+        if ((drop || run_chunk(e, i)->pos >= run_n(e, i)) && give_back(e, e->runs[i]) == 0)
+            continue;
+        e->runs[keep++] = e->runs[i];
     }
     e->nruns = keep;
 }
@@ -731,7 +747,7 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
         if (!mtl_spin_trylock(&ts->lock, 100000))
             continue;
         if (atomic_load(&ts->in_use) && memcmp(ts->name, name, 16) != 0) {
-            struct mtl_cev *ev = mtl_region_room(r, ts);
+            struct mtl_cev *ev = mtl_region_room(r, ts, lock_spins(e));
             if (ev) {
                 memcpy(ts->name, name, 16);
                 ev->t_type = mtl_region_stamp(ts, mtl_encoder_now(e)) << 8 | MTL_CEV_THREAD_NAME;

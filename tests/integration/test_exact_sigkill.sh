@@ -46,7 +46,9 @@ expect_eq "complete, killed at once" true "$(jq -r .complete info.json)"
 
 # Threads killed in the middle of recording an event (a lock of ours held,
 # a chunk half filled): memtally record still ends, at once, with a complete
-# trace in which every allocation but the last of each thread is freed.
+# trace in which every allocation is freed but the last of each of the
+# three threads and glibc's two blocks for the threads it made (their TLS
+# vectors): 5 at most.
 for round in 1 2 3; do
     timeout 60 "$MEMTALLY_BIN" record -q -o busy$round.mtly -- "$TEST_PROGRAMS/exact_endless" 2 &
     cli=$!
@@ -63,6 +65,6 @@ for round in 1 2 3; do
     expect_eq "complete, threads killed busy ($round)" true "$(info_get busy$round.mtly complete)"
     allocs=$(info_get busy$round.mtly allocations)
     frees=$(info_get busy$round.mtly frees)
-    [ $((allocs - frees)) -le 3 ] || fail "$allocs allocations but $frees frees ($round)"
+    [ $((allocs - frees)) -le 5 ] || fail "$allocs allocations but $frees frees ($round)"
 done
 echo "ok: threads killed while recording leave complete traces"
