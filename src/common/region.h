@@ -66,7 +66,8 @@ struct mtl_chunk {
 };
 
 /* A thread's recording state: a thread that exits leaves it for the next
- * new thread to take. */
+ * new thread to take.  One cache line each: its owner writes it on every
+ * event, and two threads sharing a line would slow each other. */
 struct mtl_tstate {
     atomic_int lock;         /* owner appends, writer detaches */
     atomic_int in_use;       /* owned by a live thread */
@@ -77,8 +78,9 @@ struct mtl_tstate {
     uint64_t last_ns;        /* latest stamp: stamps strictly rise */
     int32_t tid;             /* the owner's kernel thread id */
     char name[16];           /* the name last recorded */
-    char pad[4];
-};
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct mtl_tstate) == 64, "a thread state is one cache line");
 
 struct mtl_region_module {
     uint64_t base;
