@@ -159,7 +159,7 @@ struct record_env {
     long depth;
     uint64_t sample;
     int idle, follow_fork, follow_exec;
-    int ring_fd;            /* the region's descriptor (common/region.h), or -1 */
+    int region_fd;            /* the region's descriptor (common/region.h), or -1 */
 };
 
 /* In the child, before exec: our environment, unchanged, with the
@@ -178,7 +178,7 @@ static char **child_environment(const struct record_env *re, const char *program
         .depth = (unsigned long long)re->depth, .sample_rate = re->sample,
         .seed = seed ? strtoull(seed, NULL, 10) : 0, .idle = re->idle,
         .follow_fork = re->follow_fork, .follow_exec = re->follow_exec,
-        .ring_fd = re->ring_fd, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
+        .region_fd = re->region_fd, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
     };
     size_t cap = 3 * PATH_MAX + (o.their_preload ? strlen(o.their_preload) : 0) + 512;
     char **env = calloc(n + MTL_ENV_MAX_BLOCK + 1, sizeof *env);
@@ -308,8 +308,8 @@ int cmd_record(int argc, char **argv)
     /* The program records into shared memory and the trace is written
      * here (record_writer.c); without it, the recorder writes the file
      * itself. */
-    static struct record_writer ring;
-    int have_ring = record_writer_create(&ring) == 0;
+    static struct record_writer writer;
+    int have_region = record_writer_create(&writer) == 0;
     child = fork();
     if (child < 0) {
         cli_error("record: fork: %s", strerror(errno));
@@ -320,7 +320,7 @@ int cmd_record(int argc, char **argv)
         struct record_env re = { .pattern = pattern, .lib = lib, .depth = depth,
                                  .sample = sample, .idle = idle,
                                  .follow_fork = follow_fork, .follow_exec = follow_exec,
-                                 .ring_fd = have_ring ? ring.memfd : -1 };
+                                 .region_fd = have_region ? writer.memfd : -1 };
         char **env = child_environment(&re, prog[0]);
         if (env)
             execvpe(prog[0], prog, env);
@@ -335,13 +335,13 @@ int cmd_record(int argc, char **argv)
     close(sync_pipe[1]);
     char trace[PATH_MAX + 64];
     expand(trace, sizeof trace, pattern, child, prog[0]);
-    int ring_ok = 1;
-    if (have_ring && record_writer_start(&ring, trace, child) < 0)
-        ring_ok = 0;
+    int writer_ok = 1;
+    if (have_region && record_writer_start(&writer, trace, child) < 0)
+        writer_ok = 0;
     /* The program's control socket is ours to serve (record_control.c). */
     struct record_control control = { .running = 0 };
-    if (have_ring)
-        record_control_start(&control, &ring, child);
+    if (have_region)
+        record_control_start(&control, &writer, child);
 
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
@@ -362,8 +362,8 @@ int cmd_record(int argc, char **argv)
         }
     }
     record_control_stop(&control);
-    if (have_ring && record_writer_finish(&ring, status) < 0)
-        ring_ok = 0;
+    if (have_region && record_writer_finish(&writer, status) < 0)
+        writer_ok = 0;
     int exec_errno = 0;
     ssize_t got = read(sync_pipe[0], &exec_errno, sizeof exec_errno);
     close(sync_pipe[0]);
@@ -372,7 +372,7 @@ int cmd_record(int argc, char **argv)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
     }
 
-    if (!ring_ok) {
+    if (!writer_ok) {
         /* Said already; the program's own failure, if any, comes first. */
         if (WIFEXITED(status) && WEXITSTATUS(status))
             return WEXITSTATUS(status);
@@ -388,7 +388,7 @@ int cmd_record(int argc, char **argv)
     /* A program that allocates without libc's malloc (an allocator of its
      * own on mmap, or none): an empty trace would puzzle.  Not sampled or
      * idle: nothing recorded is no sign there. */
-    if (!quiet && !sample && !idle && have_ring && ring.written && !ring.allocations)
+    if (!quiet && !sample && !idle && have_region && writer.written && !writer.allocations)
         cli_error("record: no allocation of %s went through malloc or operator new; "
                   "it allocates by other means, or not at all", prog[0]);
     if (have_max_peak || have_max_leak) {

@@ -35,15 +35,15 @@
 #define MTL_ENV_FOLLOW_FORK "MEMTALLY_FOLLOW_FORK"
 #define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
 #define MTL_ENV_PRELOAD     "LD_PRELOAD"
-#define MTL_ENV_RING        "MEMTALLY_RING"       /* descriptor of the ring
-                                                     (common/region.h) for the
-                                                     process of OUTPUT_PID */
+#define MTL_ENV_REGION      "MEMTALLY_REGION"     /* descriptor of the region
+                                                   (common/region.h) for the
+                                                   process of OUTPUT_PID */
 
 /* Every name a block may hold, the marker first. */
 static const char *const mtl_env_names[] = {
     MTL_ENV_MARKER, MTL_ENV_OUTPUT, MTL_ENV_OUTPUT_PID, MTL_ENV_PATTERN, MTL_ENV_DEPTH,
     MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
-    MTL_ENV_FOLLOW_EXEC, MTL_ENV_RING, MTL_ENV_PRELOAD,
+    MTL_ENV_FOLLOW_EXEC, MTL_ENV_REGION, MTL_ENV_PRELOAD,
 };
 
 /* The default path of a trace: %e the program's name, %p its pid. */
@@ -60,7 +60,7 @@ struct mtl_env_opts {
     const char *pattern;
     unsigned long long depth, sample_rate, seed;
     int idle, follow_fork, follow_exec;
-    int ring_fd;                 /* -1: none */
+    int region_fd;                 /* -1: none */
     const char *library;         /* libmemtally.so, first in LD_PRELOAD */
     const char *their_preload;   /* the LD_PRELOAD it goes before, or NULL */
 };

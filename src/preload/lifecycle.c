@@ -3,15 +3,20 @@
  *
  * Start: the first hook call (often before main, from ld.so or another
  * library's constructor) runs mtl__init: options from the environment,
- * the trace file and its header, the module map.  Events from then on are
- * buffered.  Our constructor then starts the writer thread, registers the
- * fork handlers and the fatal-signal handlers, and tidies the environment
- * so that children run without memtally unless asked to follow exec.
+ * the region (memtally record's, shared, or a private one), the trace and
+ * its header, the module map.  Events from then on are buffered.  Our
+ * constructor then registers the fork handlers, tidies the environment so
+ * that children run without memtally unless asked to follow exec, and,
+ * only for a program that writes its own trace, starts the writer thread
+ * and installs the fatal-signal handlers.
  *
- * End: the destructor (exit from any thread), the _exit hook, a fatal
- * signal (with the default disposition: signals.c) or exec write what is buffered
- * and the END record.  A process killed with SIGKILL leaves a trace that
- * reads back to its last whole block.
+ * End, under memtally record: nothing to do.  The program notes an exit
+ * or an exec in the region; memtally record writes the end when the
+ * process is gone (or the exec took place), with every event of any death.
+ * A program that writes its own trace: the destructor (exit from any
+ * thread), the _exit hook, a fatal signal (with the default disposition:
+ * signals.c) or exec write what is buffered and the END record; killed
+ * with SIGKILL, it leaves a trace that reads back to its last whole block.
  *
  * Recording starts by itself when memtally record (or a plain LD_PRELOAD
  * of the library) asked for it; a program that merely links libmemtally
@@ -93,7 +98,7 @@ static void read_options(void)
  * it.  memtally record writes the trace from it. */
 static void take_region(void)
 {
-    long fd = env_long(MTL_ENV_RING, -1);
+    long fd = env_long(MTL_ENV_REGION, -1);
     if (fd < 0 || env_long(MTL_ENV_OUTPUT_PID, -1) != (long)getpid())
         return;
     size_t size = mtl_region_size();
@@ -129,7 +134,7 @@ void mtl__init(void)
     const char *disable = getenv("MEMTALLY_DISABLE");
     if (disable && !strcmp(disable, "1")) {
         /* Nothing of ours stays behind: not the region's descriptor either. */
-        long fd = mtl__env_find() ? env_long(MTL_ENV_RING, -1) : -1;
+        long fd = mtl__env_find() ? env_long(MTL_ENV_REGION, -1) : -1;
         if (fd >= 0)
             close((int)fd);
         goto out;
@@ -336,7 +341,7 @@ static void tidy_environment(void)
          * takes a new one, from the pattern. */
         mtl__env_drop(MTL_ENV_OUTPUT);
         mtl__env_drop(MTL_ENV_OUTPUT_PID);
-        mtl__env_drop(MTL_ENV_RING);
+        mtl__env_drop(MTL_ENV_REGION);
         return;
     }
     unsetenv("MEMTALLY_OUTPUT");
