@@ -32,6 +32,14 @@ for n in 3 940 1010; do
     expect_eq "bash writes to its descriptor $n" 6 "$seen"
 done
 
+# The program's descriptors are exactly those it has alone (libunwind's pipe
+# took 3 and 4).  Listed into a file: a pipeline's pipe would be sh's too.
+script='x=$(echo a); ls /proc/$$/fd >fds.$1'
+sh -c "$script" sh alone || fail "sh alone failed"
+"$MEMTALLY_BIN" record -q -o fd.mtly -- sh -c "$script" sh traced || fail "sh under memtally failed"
+expect_eq "the program's descriptors" "$(sort -n fds.alone | tr '\n' ' ')" \
+    "$(sort -n fds.traced | tr '\n' ' ')"
+
 # No descriptor of the trace in the program.
 "$MEMTALLY_BIN" record -q -o l.mtly -- sh -c 'ls -l /proc/$$/fd' >fds.txt || fail "ls under memtally failed"
 grep -q 'l\.mtly' fds.txt && fail "the program holds the trace open: $(cat fds.txt)"
