@@ -105,6 +105,7 @@ static void resolve(void)
     real.exit_ = sym("_exit");
     real.Exit_ = sym("_Exit");
     mtl__real_dlopen = sym("dlopen"); /* redirect.c */
+    mtl__unwindfds_resolve();
     atomic_store(&real.resolved, 1);
     atomic_store(&resolving, 0);
 }

@@ -201,6 +201,9 @@ void mtl__hook_freeing(void *p) MTL_HIDDEN;
 extern void *(*mtl__real_dlopen)(const char *, int) MTL_HIDDEN;
 void mtl__redirect_loaded(void) MTL_HIDDEN;
 
+/* unwindfds.c: libunwind's memory check, answered without a descriptor. */
+void mtl__unwindfds_resolve(void) MTL_HIDDEN; /* with the hooks' resolve */
+
 /* lifecycle.c */
 void mtl__init(void) MTL_HIDDEN;       /* first hook call or constructor */
 /* signals.c: the fatal-signal handlers, hidden from the program. */

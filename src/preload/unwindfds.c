@@ -51,6 +51,14 @@ static void *next_symbol(const char *name)
     return f;
 }
 
+void mtl__unwindfds_resolve(void)
+{
+    /* With the hooks' own, before any unwind: resolving lazily inside an
+     * unwind would call dlsym from within a hook. */
+    real_pipe2 = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2");
+    real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+}
+
 /* Whether addr is code of libunwind. */
 static int from_libunwind(void *addr)
 {
