@@ -127,10 +127,12 @@ void mtl__modules_rescan(void) MTL_HIDDEN;       /* after dlopen/dlclose */
 int mtl__modules_changed(void) MTL_HIDDEN;       /* cheap check */
 void mtl__modules_atfork(int phase) MTL_HIDDEN;
 
-/* writer.c: the background writer. */
+/* writer.c: where the trace goes: memtally record (the region is shared),
+ * asked through the region, or a writer thread here (a private region). */
 /* Begins a trace at path (truncating it if clobber, else never overwriting:
  * path.1...), writing its header; start_thread: start the writer thread
- * too (else mtl__writer_start later).  0 or a negative errno. */
+ * too (else mtl__writer_start later; none under memtally record).  0 or a
+ * negative errno. */
 int mtl__writer_begin(const char *path, int clobber, int start_thread) MTL_HIDDEN;
 int mtl__writer_start(void) MTL_HIDDEN;  /* starts the thread */
 /* Writes the trace so far, with an END, to path; recording goes on. */
@@ -142,10 +144,13 @@ void mtl__writer_counts(struct mtl__counts *c) MTL_HIDDEN;
 void mtl__expand_pattern(char *out, size_t cap, const char *pattern) MTL_HIDDEN;
 void mtl__writer_wake(void) MTL_HIDDEN;
 /* Writes everything and the END record, closes the file.  From any thread,
- * also from a signal handler; waits at most timeout_ms for busy threads. */
+ * also from a signal handler; waits at most timeout_ms for busy threads.
+ * Under memtally record: a stop is asked for and waited on; an exit only
+ * noted (memtally record ends the trace when the process is gone). */
 void mtl__writer_finish(int reason, int detail, unsigned timeout_ms) MTL_HIDDEN;
 /* Before exec: writes everything so far and an END record, and keeps the
- * writer from adding more until mtl__writer_exec_end (exec failed). */
+ * writer from adding more until mtl__writer_exec_end (exec failed); under
+ * memtally record, notes the exec in the region (cleared if it failed). */
 void mtl__writer_exec_begin(void) MTL_HIDDEN;
 void mtl__writer_exec_end(void) MTL_HIDDEN;
 void mtl__writer_after_fork_child(void) MTL_HIDDEN;
