@@ -16,6 +16,7 @@ static const struct mtl_command commands[] = {
     { "temporary", cmd_temporary, "blocks freed right after their allocation, by site" },
     { "stacks", cmd_stacks, "the most frequent call stacks that reach a function" },
     { "tree", cmd_tree, "the call tree of allocations, top down or bottom up" },
+    { "export", cmd_export, "results for other tools: folded stacks (flame graphs), CSV" },
     { "timeline", cmd_timeline, "live bytes, allocation rate and RSS over time" },
     { "view", cmd_view, "explore a trace in a web browser (flame graph, filters, lifetimes)" },
     { "histogram", cmd_histogram, "allocation sizes" },

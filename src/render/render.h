@@ -85,4 +85,12 @@ void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
 /* JSON only: what the viewer draws. */
 void mtl_render_lifetimes(struct mtl_buf *b, const struct mtl_lifetimes *l);
 
+/* export.c: formats other tools read.  folded: "outer;...;inner VALUE"
+ * lines from a call tree, VALUE its calls (calls) or bytes; csv: the
+ * total rows of a report. */
+void mtl_render_folded(struct mtl_buf *b, const struct mtl_tree *t, int calls);
+/* Folded lines from the call paths under each row (their bytes). */
+void mtl_render_folded_paths(struct mtl_buf *b, const struct mtl_rows *rows);
+void mtl_render_report_csv(struct mtl_buf *b, const struct mtl_report *r);
+
 #endif

@@ -1,0 +1,166 @@
+/*
+ * cmd_export.c: `memtally export TRACE --format F [-o OUT]`: the engine's
+ * results in the formats other tools read (render/export.c).  Formats so
+ * far: folded (flamegraph.pl, inferno, speedscope) and csv (the rows of
+ * report).  Every analysis filter applies.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/analysis.h"
+#include "cli/cli.h"
+
+static const char usage[] =
+    "usage: memtally export [options] TRACE --format FORMAT [-o OUT]\n"
+    "\n"
+    "The trace's results in a format other tools read.\n"
+    "\n"
+    "  --format FORMAT            folded: \"outer;...;inner VALUE\" lines for\n"
+    "                               flamegraph.pl, inferno and speedscope\n"
+    "                             csv: the rows of report, one per function\n"
+    "  --value bytes|calls|peak|leaked\n"
+    "                             folded: what VALUE is (default bytes): bytes or\n"
+    "                             calls allocated, bytes live at the peak, bytes\n"
+    "                             never freed\n"
+    "  -o, --output OUT           write to OUT (default, or -: standard output)\n";
+
+enum format { FMT_NONE, FMT_FOLDED, FMT_CSV };
+enum value { VAL_BYTES, VAL_CALLS, VAL_PEAK, VAL_LEAKED };
+
+struct export_opts {
+    enum format format;
+    enum value value;
+    const char *output;
+};
+
+static int parse_opt(void *ctx, int argc, char **argv, int *i)
+{
+    struct export_opts *o = ctx;
+    static const char *const names[] = { "--format", "--value", "--output", "-o" };
+    static const char *const values[] = { "bytes", "calls", "peak", "leaked" };
+    const char *val;
+    size_t k;
+    int rc = option_value("export", argc, argv, i, names, 4, &k, &val);
+    if (rc <= 0)
+        return rc;
+    if (k == 0) {
+        if (!strcmp(val, "folded"))
+            o->format = FMT_FOLDED;
+        else if (!strcmp(val, "csv"))
+            o->format = FMT_CSV;
+        else {
+            cli_error("export: unknown format %s (folded, csv)", val);
+            return -1;
+        }
+    } else if (k == 1) {
+        size_t v;
+        for (v = 0; v < 4 && strcmp(val, values[v]); v++)
+            ;
+        if (v == 4) {
+            cli_error("export: --value takes bytes, calls, peak or leaked");
+            return -1;
+        }
+        o->value = (enum value)v;
+    } else {
+        if (!*val) {
+            cli_error("export: empty output path");
+            return -1;
+        }
+        o->output = val;
+    }
+    return 1;
+}
+
+/* The folded lines of the call tree of the blocks the value is about. */
+static int export_folded(struct analysis *a, struct mtl_engine *e, const struct export_opts *o,
+                         struct mtl_buf *b)
+{
+    struct mtl_filter f = a->filter;
+    if (o->value == VAL_LEAKED) {
+        f.never_freed = 1;
+    } else if (o->value == VAL_PEAK) {
+        /* The peak's own rows, with every call path under them. */
+        struct mtl_peak_options po = { .top = 0, .stacks = (size_t)1 << 30 };
+        struct mtl_peak p;
+        if (analysis_done(a, e, mtl_peak(e, &a->filter, &po, &p)))
+            return 1;
+        if (p.found)
+            mtl_render_folded_paths(b, &p.rows);
+        mtl_peak_release(&p);
+        return 0;
+    }
+    struct mtl_tree_options to = { 0 }; /* every node, to the full depth */
+    struct mtl_tree t;
+    if (analysis_done(a, e, mtl_tree(e, &f, &to, &t)))
+        return 1;
+    mtl_render_folded(b, &t, o->value == VAL_CALLS);
+    mtl_tree_release(&t);
+    return 0;
+}
+
+static int export_csv(struct analysis *a, struct mtl_engine *e, struct mtl_buf *b)
+{
+    struct mtl_report_options ro = { .total_only = 1, .by = MTL_BY_FUNCTION,
+                                     .sort = MTL_SORT_BYTES, .descending = 1 };
+    struct mtl_report r;
+    if (analysis_done(a, e, mtl_report(e, &a->filter, &ro, &r)))
+        return 1;
+    mtl_render_report_csv(b, &r);
+    mtl_report_release(&r);
+    return 0;
+}
+
+/* b to OUT (or standard output); 0, or 1 after saying why. */
+static int write_output(struct analysis *a, const char *out, struct mtl_buf *b)
+{
+    if (!out || !strcmp(out, "-"))
+        return analysis_output(a, b);
+    int bad = 0;
+    FILE *f = b->failed ? NULL : fopen(out, "w");
+    if (b->failed) {
+        cli_error("export: out of memory");
+        bad = 1;
+    } else if (!f) {
+        cli_error("export: cannot write %s: %s", out, strerror(errno));
+        bad = 1;
+    } else {
+        if (b->len && fwrite(b->data, 1, b->len, f) != b->len)
+            bad = 1;
+        if (fclose(f) != 0)
+            bad = 1;
+        if (bad)
+            cli_error("export: cannot write %s: %s", out, strerror(errno));
+    }
+    mtl_buf_release(b);
+    return bad;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    struct analysis a = { 0 };
+    struct export_opts o = { FMT_NONE, VAL_BYTES, NULL };
+    int code;
+    if (analysis_parse(&a, argc, argv, usage, 0, parse_opt, &o, &code))
+        return code;
+    if (o.format == FMT_NONE) {
+        cli_error("export: --format is needed (folded, csv)");
+        return 2;
+    }
+    if (o.format == FMT_CSV && o.value != VAL_BYTES) {
+        cli_error("export: --value is for --format folded");
+        return 2;
+    }
+    struct mtl_engine *e = analysis_open(&a, a.path);
+    if (!e)
+        return 1;
+    struct mtl_buf b = MTL_BUF_INIT;
+    int bad = o.format == FMT_FOLDED ? export_folded(&a, e, &o, &b) : export_csv(&a, e, &b);
+    if (!bad)
+        bad = write_output(&a, o.output, &b);
+    else
+        mtl_buf_release(&b);
+    mtl_engine_close(e);
+    return bad;
+}

@@ -1,0 +1,55 @@
+#!/bin/sh
+# memtally export: folded stacks and CSV, checked against the truth of
+# tests/programs/exact_basic.c (7 allocations, 3351 bytes, peak 3050, 2050
+# live at the end) and against memtally's own report; Debian 12 has no
+# flamegraph.pl package, so the folded lines are checked by their sums and
+# their shape (what flamegraph.pl, inferno and speedscope parse).
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+M=$MEMTALLY_BIN
+
+record basic.mtly "$TEST_PROGRAMS/exact_basic" >/dev/null || fail "recording failed"
+
+# folded_sum VALUE: the sum of the folded lines' values.
+folded_sum() {
+    "$M" export basic.mtly --format folded --value "$1" >f.txt || fail "export --value $1 failed"
+    grep -qv '^[^ ;][^;]*\(;[^;]\+\)* [0-9]\+$' f.txt &&
+        fail "a folded line is not 'frame;...;frame VALUE': $(grep -v '^[^ ;][^;]*\(;[^;]\+\)* [0-9]\+$' f.txt | head -1)"
+    awk '{ s += $NF } END { print s }' f.txt
+}
+expect_eq "folded bytes sum to the bytes allocated" 3351 "$(folded_sum bytes)"
+expect_eq "folded calls sum to the allocations" 7 "$(folded_sum calls)"
+expect_eq "folded peak sums to the peak" 3050 "$(folded_sum peak)"
+expect_eq "folded leaked sums to what is live at the end" 2050 "$(folded_sum leaked)"
+grep -q ';main' f.txt || fail "no path through main: $(cat f.txt)"
+
+# The default value is bytes; -o writes a file, - standard output.
+"$M" export basic.mtly --format folded -o out.folded || fail "export -o failed"
+"$M" export basic.mtly --format folded --value bytes -o - >out2.folded || fail "export -o - failed"
+cmp -s out.folded out2.folded || fail "-o FILE and -o - differ"
+
+# csv: the rows of report, exactly.
+"$M" export basic.mtly --format csv >r.csv || fail "export csv failed"
+expect_eq "csv header" "function,file,line,module,calls,bytes,per_call,percent" "$(head -1 r.csv)"
+expect_eq "csv bytes" 3351 "$(tail -n +2 r.csv | awk -F, '{ s += $6 } END { print s }')"
+expect_eq "csv calls" 7 "$(tail -n +2 r.csv | awk -F, '{ s += $5 } END { print s }')"
+want=$("$M" report --total --json basic.mtly | jq -r '.total.rows[] | "\(.function) \(.calls) \(.bytes)"')
+got=$(tail -n +2 r.csv | awk -F, '{ print $1, $5, $6 }')
+expect_eq "csv rows as report's" "$want" "$got"
+
+# Filters apply: only what main allocated directly.
+"$M" export basic.mtly --format folded --size 1000.. >big.txt || fail "export with a filter failed"
+expect_eq "folded bytes of blocks of 1000 bytes and more" 3000 "$(awk '{ s += $NF } END { print s }' big.txt)"
+
+# Bad input: one line, a non-zero exit.
+for bad in "--format pprof" "" "--format csv --value peak" "--format folded --value nope"; do
+    # shellcheck disable=SC2086
+    "$M" export basic.mtly $bad >/dev/null 2>err.txt
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "export $bad: exit 0"
+    expect_eq "lines on stderr of export $bad" 1 "$(grep -c . err.txt)"
+done
+"$M" export basic.mtly --format folded -o /nonexistent/dir/x.folded 2>err.txt &&
+    fail "an unwritable output: exit 0"
+grep -q "cannot write /nonexistent/dir/x.folded" err.txt || fail "no reason: $(cat err.txt)"
+"$M" export missing.mtly --format csv 2>err.txt && fail "a missing trace: exit 0"
+echo "ok: export folded and csv"
