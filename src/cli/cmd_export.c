@@ -1,8 +1,9 @@
 /*
  * cmd_export.c: `memtally export TRACE --format F [-o OUT]`: the engine's
  * results in the formats other tools read (render/export.c).  Formats so
- * far: folded (flamegraph.pl, inferno, speedscope) and csv (the rows of
- * report).  Every analysis filter applies.
+ * far: folded (flamegraph.pl, inferno, speedscope), speedscope (its own
+ * JSON, a profile per thread) and csv (the rows of report).  Every
+ * analysis filter applies.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@ static const char usage[] =
     "\n"
     "  --format FORMAT            folded: \"outer;...;inner VALUE\" lines for\n"
     "                               flamegraph.pl, inferno and speedscope\n"
+    "                             speedscope: speedscope's JSON, a profile per\n"
+    "                               thread, weighted by bytes\n"
     "                             csv: the rows of report, one per function\n"
     "  --value bytes|calls|peak|leaked\n"
     "                             folded: what VALUE is (default bytes): bytes or\n"
@@ -26,7 +29,7 @@ static const char usage[] =
     "                             never freed\n"
     "  -o, --output OUT           write to OUT (default, or -: standard output)\n";
 
-enum format { FMT_NONE, FMT_FOLDED, FMT_CSV };
+enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_CSV };
 enum value { VAL_BYTES, VAL_CALLS, VAL_PEAK, VAL_LEAKED };
 
 struct export_opts {
@@ -48,10 +51,12 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
     if (k == 0) {
         if (!strcmp(val, "folded"))
             o->format = FMT_FOLDED;
+        else if (!strcmp(val, "speedscope"))
+            o->format = FMT_SPEEDSCOPE;
         else if (!strcmp(val, "csv"))
             o->format = FMT_CSV;
         else {
-            cli_error("export: unknown format %s (folded, csv)", val);
+            cli_error("export: unknown format %s (folded, speedscope, csv)", val);
             return -1;
         }
     } else if (k == 1) {
@@ -112,6 +117,47 @@ static int export_csv(struct analysis *a, struct mtl_engine *e, struct mtl_buf *
     return 0;
 }
 
+/* A call tree per thread that allocated, as speedscope profiles. */
+static int export_speedscope(struct analysis *a, struct mtl_engine *e, struct mtl_buf *b)
+{
+    struct mtl_report_options ro = { .by = MTL_BY_FUNCTION, .top = 1 };
+    struct mtl_report r;
+    if (analysis_done(a, e, mtl_report(e, &a->filter, &ro, &r)))
+        return 1;
+    size_t n = r.nthreads;
+    struct mtl_tree *trees = calloc(n ? n : 1, sizeof *trees);
+    struct mtl_speedscope_profile *p = calloc(n ? n : 1, sizeof *p);
+    char (*names)[64] = calloc(n ? n : 1, sizeof *names);
+    int bad = !trees || !p || !names;
+    if (bad)
+        cli_error("export: out of memory");
+    size_t made = 0;
+    for (size_t i = 0; i < n && !bad; i++, made++) {
+        struct mtl_filter f = a->filter;
+        f.thread_set = f.thread_is_index = 1;
+        f.thread = r.threads[i].index;
+        struct mtl_tree_options to = { 0 };
+        if ((bad = analysis_done(a, e, mtl_tree(e, &f, &to, &trees[i]))))
+            break;
+        snprintf(names[i], sizeof names[i], "thread %u%s%s%s", (unsigned)r.threads[i].tid,
+                 *r.threads[i].name ? " (" : "", r.threads[i].name,
+                 *r.threads[i].name ? ")" : "");
+        p[i].name = names[i];
+        p[i].tree = &trees[i];
+    }
+    if (!bad && mtl_render_speedscope(b, a->path, p, n) < 0) {
+        cli_error("export: out of memory");
+        bad = 1;
+    }
+    for (size_t i = 0; i < made; i++)
+        mtl_tree_release(&trees[i]);
+    free(trees);
+    free(p);
+    free(names);
+    mtl_report_release(&r);
+    return bad;
+}
+
 /* b to OUT (or standard output); 0, or 1 after saying why. */
 static int write_output(struct analysis *a, const char *out, struct mtl_buf *b)
 {
@@ -145,10 +191,10 @@ int cmd_export(int argc, char **argv)
     if (analysis_parse(&a, argc, argv, usage, 0, parse_opt, &o, &code))
         return code;
     if (o.format == FMT_NONE) {
-        cli_error("export: --format is needed (folded, csv)");
+        cli_error("export: --format is needed (folded, speedscope, csv)");
         return 2;
     }
-    if (o.format == FMT_CSV && o.value != VAL_BYTES) {
+    if (o.format != FMT_FOLDED && o.value != VAL_BYTES) {
         cli_error("export: --value is for --format folded");
         return 2;
     }
@@ -156,7 +202,9 @@ int cmd_export(int argc, char **argv)
     if (!e)
         return 1;
     struct mtl_buf b = MTL_BUF_INIT;
-    int bad = o.format == FMT_FOLDED ? export_folded(&a, e, &o, &b) : export_csv(&a, e, &b);
+    int bad = o.format == FMT_FOLDED       ? export_folded(&a, e, &o, &b)
+              : o.format == FMT_SPEEDSCOPE ? export_speedscope(&a, e, &b)
+                                           : export_csv(&a, e, &b);
     if (!bad)
         bad = write_output(&a, o.output, &b);
     else

@@ -9,11 +9,15 @@
  * the peak, found in event order, which a time filter cannot do when
  * events share a microsecond).
  * csv: the rows of `report`, one per function, with a header line
- * (RFC 4180 quoting).
+ * (RFC 4180 quoting).  speedscope: its JSON file format, one "sampled"
+ * profile per thread, a sample per call path weighted by its bytes.
  */
 #include "render/render.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/hmap.h"
 
 /* A frame's name in a folded line: ';' separates frames and a line ends at
  * a newline, so those become ':' and ' '. */
@@ -102,4 +106,129 @@ void mtl_render_report_csv(struct mtl_buf *b, const struct mtl_report *r)
         mtl_buf_addf(b, ",%.0f,%.0f,%.1f,%.2f\n", row->calls, row->bytes,
                      row->calls > 0 ? row->bytes / row->calls : 0.0, row->percent);
     }
+}
+
+/* --- speedscope ------------------------------------------------------------ */
+
+/* The frames met so far, each once: speedscope's shared frame table. */
+struct frame_table {
+    struct mtl_hmap index;                /* hash of the location -> index + 1 */
+    const struct mtl_location **frames;
+    size_t n, cap;
+    int failed;
+};
+
+static uint64_t location_hash(const struct mtl_location *w)
+{
+    uint64_t h = mtl_hash_bytes(w->function ? w->function : "?",
+                                strlen(w->function ? w->function : "?"));
+    if (w->file)
+        h ^= mtl_hash_bytes(w->file, strlen(w->file)) * 0x9e3779b97f4a7c15ull;
+    return h ^ ((uint64_t)w->line << 1) ^ 1; /* never 0 */
+}
+
+/* The index of w's frame, added if new (two locations of equal hash are
+ * taken as one: 2^-64 odds a pair). */
+static size_t frame_index(struct frame_table *ft, const struct mtl_location *w)
+{
+    uint64_t h = location_hash(w), v;
+    if (mtl_hmap_get(&ft->index, h, &v))
+        return (size_t)v - 1;
+    if (ft->n == ft->cap) {
+        size_t cap = ft->cap ? ft->cap * 2 : 256;
+        const struct mtl_location **f = realloc(ft->frames, cap * sizeof *f);
+        if (!f) {
+            ft->failed = 1;
+            return 0;
+        }
+        ft->frames = f;
+        ft->cap = cap;
+    }
+    ft->frames[ft->n] = w;
+    if (mtl_hmap_put(&ft->index, h, ft->n + 1, NULL) < 0)
+        ft->failed = 1;
+    return ft->n++;
+}
+
+/* One sample per node with a figure of its own: the path's frame indices
+ * from the root, and the node's own bytes as its weight. */
+static void speedscope_samples(struct mtl_json *j, struct frame_table *ft,
+                               const struct mtl_tree_node *n, size_t *path, size_t depth,
+                               int weights)
+{
+    double self = n->bytes;
+    for (size_t i = 0; i < n->nchildren; i++)
+        self -= n->children[i].bytes;
+    if (depth > 0 && self > 0.5) {
+        if (weights) {
+            mtl_json_number(j, self);
+        } else {
+            mtl_json_begin_array(j);
+            for (size_t i = 0; i < depth; i++)
+                mtl_json_uint(j, path[i]);
+            mtl_json_end(j);
+        }
+    }
+    if (depth >= MTL_TREE_MAX_DEPTH)
+        return;
+    for (size_t i = 0; i < n->nchildren; i++) {
+        path[depth] = frame_index(ft, &n->children[i].where);
+        speedscope_samples(j, ft, &n->children[i], path, depth + 1, weights);
+    }
+}
+
+int mtl_render_speedscope(struct mtl_buf *b, const char *name,
+                          const struct mtl_speedscope_profile *p, size_t n)
+{
+    struct frame_table ft = { .index = MTL_HMAP_INIT };
+    size_t path[MTL_TREE_MAX_DEPTH + 1];
+    struct mtl_json j;
+    mtl_json_init(&j, b);
+    mtl_json_begin_object(&j);
+    mtl_json_kv_string(&j, "$schema", "https://www.speedscope.app/file-format-schema.json");
+    mtl_json_kv_string(&j, "exporter", "memtally");
+    mtl_json_kv_string(&j, "name", name);
+    mtl_json_kv_uint(&j, "activeProfileIndex", 0);
+    mtl_json_key(&j, "profiles");
+    mtl_json_begin_array(&j);
+    for (size_t i = 0; i < n; i++) {
+        mtl_json_begin_object(&j);
+        mtl_json_kv_string(&j, "type", "sampled");
+        mtl_json_kv_string(&j, "name", p[i].name);
+        mtl_json_kv_string(&j, "unit", "bytes");
+        mtl_json_kv_uint(&j, "startValue", 0);
+        mtl_json_kv_number(&j, "endValue", p[i].tree->root.bytes);
+        mtl_json_key(&j, "samples");
+        mtl_json_begin_array(&j);
+        speedscope_samples(&j, &ft, &p[i].tree->root, path, 0, 0);
+        mtl_json_end(&j);
+        mtl_json_key(&j, "weights");
+        mtl_json_begin_array(&j);
+        speedscope_samples(&j, &ft, &p[i].tree->root, path, 0, 1);
+        mtl_json_end(&j);
+        mtl_json_end(&j);
+    }
+    mtl_json_end(&j);
+    mtl_json_key(&j, "shared");
+    mtl_json_begin_object(&j);
+    mtl_json_key(&j, "frames");
+    mtl_json_begin_array(&j);
+    for (size_t i = 0; i < ft.n; i++) {
+        const struct mtl_location *w = ft.frames[i];
+        mtl_json_begin_object(&j);
+        mtl_json_kv_string(&j, "name", w->function ? w->function : "?");
+        if (w->file)
+            mtl_json_kv_string(&j, "file", w->file);
+        if (w->line)
+            mtl_json_kv_uint(&j, "line", w->line);
+        mtl_json_end(&j);
+    }
+    mtl_json_end(&j);
+    mtl_json_end(&j);
+    mtl_json_end(&j);
+    mtl_buf_addc(b, '\n');
+    int failed = ft.failed;
+    free(ft.frames);
+    mtl_hmap_release(&ft.index);
+    return failed ? -1 : 0;
 }

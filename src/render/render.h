@@ -92,5 +92,13 @@ void mtl_render_folded(struct mtl_buf *b, const struct mtl_tree *t, int calls);
 /* Folded lines from the call paths under each row (their bytes). */
 void mtl_render_folded_paths(struct mtl_buf *b, const struct mtl_rows *rows);
 void mtl_render_report_csv(struct mtl_buf *b, const struct mtl_report *r);
+/* speedscope's JSON: one sampled profile per tree (a thread's), samples
+ * weighted by bytes.  0, or -1 when out of memory. */
+struct mtl_speedscope_profile {
+    const char *name;
+    const struct mtl_tree *tree;
+};
+int mtl_render_speedscope(struct mtl_buf *b, const char *name,
+                          const struct mtl_speedscope_profile *p, size_t n);
 
 #endif

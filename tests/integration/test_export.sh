@@ -40,6 +40,30 @@ expect_eq "csv rows as report's" "$want" "$got"
 "$M" export basic.mtly --format folded --size 1000.. >big.txt || fail "export with a filter failed"
 expect_eq "folded bytes of blocks of 1000 bytes and more" 3000 "$(awk '{ s += $NF } END { print s }' big.txt)"
 
+# speedscope: the file format's fields (as its schema has them), a profile
+# per thread that allocated, each sample a valid path of frame indices, the
+# weights summing to the thread's bytes as report has them.
+record threads.mtly "$TEST_PROGRAMS/exact_threads" >/dev/null || fail "recording threads failed"
+for t in basic threads; do
+    "$M" export $t.mtly --format speedscope >$t.json || fail "export speedscope of $t failed"
+    expect_eq "$t: speedscope schema" "https://www.speedscope.app/file-format-schema.json" \
+        "$(jq -r '."$schema"' $t.json)"
+    expect_eq "$t: every profile sampled, in bytes, samples and weights alike" true \
+        "$(jq '[.profiles[] | .type == "sampled" and .unit == "bytes" and
+                (.samples | length) == (.weights | length)] | all' $t.json)"
+    expect_eq "$t: every frame index valid, every frame named" true \
+        "$(jq '(.shared.frames | length) as $n | [.profiles[].samples[][] | . >= 0 and . < $n] +
+               [.shared.frames[] | (.name | type) == "string"] | all' $t.json)"
+    expect_eq "$t: weights by thread as report's bytes" \
+        "$("$M" report --json $t.mtly | jq -c '[.threads[].bytes]')" \
+        "$(jq -c '[.profiles[] | .weights | add]' $t.json)"
+    expect_eq "$t: endValue is the thread's bytes" \
+        "$(jq -c '[.profiles[] | .weights | add]' $t.json)" "$(jq -c '[.profiles[].endValue]' $t.json)"
+done
+expect_eq "basic: all the bytes" 3351 "$(jq '[.profiles[].weights[]] | add' basic.json)"
+expect_eq "threads: a profile per thread that allocated" \
+    "$("$M" report --json threads.mtly | jq '.threads | length')" "$(jq '.profiles | length' threads.json)"
+
 # Bad input: one line, a non-zero exit.
 for bad in "--format pprof" "" "--format csv --value peak" "--format folded --value nope"; do
     # shellcheck disable=SC2086
