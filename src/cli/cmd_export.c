@@ -22,6 +22,8 @@ static const char usage[] =
     "                               flamegraph.pl, inferno and speedscope\n"
     "                             speedscope: speedscope's JSON, a profile per\n"
     "                               thread, weighted by bytes\n"
+    "                             massif: valgrind massif's file (ms_print,\n"
+    "                               massif-visualizer): the heap over time, the peak\n"
     "                             csv: the rows of report, one per function\n"
     "  --value bytes|calls|peak|leaked\n"
     "                             folded: what VALUE is (default bytes): bytes or\n"
@@ -29,7 +31,10 @@ static const char usage[] =
     "                             never freed\n"
     "  -o, --output OUT           write to OUT (default, or -: standard output)\n";
 
-enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_CSV };
+enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_CSV };
+
+#define MASSIF_POINTS 48       /* snapshots over the run, as massif keeps ~50 */
+#define MASSIF_DETAIL_EVERY 10 /* every tenth detailed, as massif's default */
 enum value { VAL_BYTES, VAL_CALLS, VAL_PEAK, VAL_LEAKED };
 
 struct export_opts {
@@ -53,10 +58,12 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
             o->format = FMT_FOLDED;
         else if (!strcmp(val, "speedscope"))
             o->format = FMT_SPEEDSCOPE;
+        else if (!strcmp(val, "massif"))
+            o->format = FMT_MASSIF;
         else if (!strcmp(val, "csv"))
             o->format = FMT_CSV;
         else {
-            cli_error("export: unknown format %s (folded, speedscope, csv)", val);
+            cli_error("export: unknown format %s (folded, speedscope, massif, csv)", val);
             return -1;
         }
     } else if (k == 1) {
@@ -158,6 +165,66 @@ static int export_speedscope(struct analysis *a, struct mtl_engine *e, struct mt
     return bad;
 }
 
+/* The live heap over time, every tenth snapshot with its tree from the
+ * sites through their callers, and the peak with its sites. */
+static int export_massif(struct analysis *a, struct mtl_engine *e, struct mtl_buf *b)
+{
+    struct mtl_info info;
+    struct mtl_timeline tl;
+    struct mtl_peak_options po = { 0 };
+    struct mtl_peak p;
+    if (analysis_done(a, e, mtl_info(e, &info)) ||
+        analysis_done(a, e, mtl_timeline(e, &a->filter, MASSIF_POINTS, &tl)))
+        return 1;
+    if (analysis_done(a, e, mtl_peak(e, &a->filter, &po, &p))) {
+        mtl_timeline_release(&tl);
+        return 1;
+    }
+    size_t cap = tl.n + 2, n = 0, ntrees = 0;
+    struct mtl_massif_snapshot *s = calloc(cap, sizeof *s);
+    struct mtl_tree *trees = calloc(tl.n / MASSIF_DETAIL_EVERY + 1, sizeof *trees);
+    int bad = !s || !trees;
+    if (bad)
+        cli_error("export: out of memory");
+    if (!bad)
+        s[n++] = (struct mtl_massif_snapshot){ 0, 0, NULL, NULL };
+    int peak_done = !p.found;
+    for (size_t i = 0; i < tl.n && !bad; i++) {
+        const struct mtl_timeline_point *pt = &tl.points[i];
+        if (!peak_done && p.peak_time_us <= pt->time_us) {
+            s[n++] = (struct mtl_massif_snapshot){ p.peak_time_us, p.peak_bytes, NULL, &p.rows };
+            peak_done = 1;
+        }
+        struct mtl_massif_snapshot snap = { pt->time_us, pt->live, NULL, NULL };
+        if (i % MASSIF_DETAIL_EVERY == MASSIF_DETAIL_EVERY - 1 && pt->live > 0) {
+            struct mtl_filter f = a->filter;
+            f.live_at_set = 1;
+            f.live_at = pt->time_us;
+            struct mtl_tree_options to = { .inverted = 1, .min_percent = 1, .others = 1,
+                                           .max_depth = 12 };
+            if ((bad = analysis_done(a, e, mtl_tree(e, &f, &to, &trees[ntrees]))))
+                break;
+            snap.tree = &trees[ntrees++];
+            /* Its figure is its tree's: "live at" a time and the timeline's
+             * live bytes at an interval's end differ when events share a
+             * microsecond, and massif's readers want the tree within it. */
+            snap.heap = snap.tree->root.bytes;
+        }
+        s[n++] = snap;
+    }
+    if (!bad && !peak_done)
+        s[n++] = (struct mtl_massif_snapshot){ p.peak_time_us, p.peak_bytes, NULL, &p.rows };
+    if (!bad)
+        mtl_render_massif(b, info.trace.command_line, s, n);
+    for (size_t i = 0; i < ntrees; i++)
+        mtl_tree_release(&trees[i]);
+    free(trees);
+    free(s);
+    mtl_peak_release(&p);
+    mtl_timeline_release(&tl);
+    return bad;
+}
+
 /* b to OUT (or standard output); 0, or 1 after saying why. */
 static int write_output(struct analysis *a, const char *out, struct mtl_buf *b)
 {
@@ -191,7 +258,7 @@ int cmd_export(int argc, char **argv)
     if (analysis_parse(&a, argc, argv, usage, 0, parse_opt, &o, &code))
         return code;
     if (o.format == FMT_NONE) {
-        cli_error("export: --format is needed (folded, speedscope, csv)");
+        cli_error("export: --format is needed (folded, speedscope, massif, csv)");
         return 2;
     }
     if (o.format != FMT_FOLDED && o.value != VAL_BYTES) {
@@ -204,6 +271,7 @@ int cmd_export(int argc, char **argv)
     struct mtl_buf b = MTL_BUF_INIT;
     int bad = o.format == FMT_FOLDED       ? export_folded(&a, e, &o, &b)
               : o.format == FMT_SPEEDSCOPE ? export_speedscope(&a, e, &b)
+              : o.format == FMT_MASSIF     ? export_massif(&a, e, &b)
                                            : export_csv(&a, e, &b);
     if (!bad)
         bad = write_output(&a, o.output, &b);

@@ -11,6 +11,9 @@
  * csv: the rows of `report`, one per function, with a header line
  * (RFC 4180 quoting).  speedscope: its JSON file format, one "sampled"
  * profile per thread, a sample per call path weighted by its bytes.
+ * massif: valgrind massif's file, which ms_print and massif-visualizer
+ * read: snapshots of the live heap over time, some detailed, the peak's
+ * with its sites.
  */
 #include "render/render.h"
 
@@ -231,4 +234,62 @@ int mtl_render_speedscope(struct mtl_buf *b, const char *name,
     free(ft.frames);
     mtl_hmap_release(&ft.index);
     return failed ? -1 : 0;
+}
+
+/* --- massif ------------------------------------------------------------------ */
+
+#define MASSIF_ROOT "(heap allocation functions) malloc/new/new[], --alloc-fns, etc."
+
+static void massif_location(struct mtl_buf *b, const struct mtl_location *w)
+{
+    mtl_buf_adds(b, w->function ? w->function : "???");
+    if (w->file)
+        mtl_buf_addf(b, " (%s:%u)", w->file, w->line);
+}
+
+/* A node of a tree from the sites through their callers, as massif nests
+ * them: one space of indentation a level. */
+static void massif_node(struct mtl_buf *b, const struct mtl_tree_node *n, size_t depth)
+{
+    mtl_buf_pad(b, ' ', depth);
+    mtl_buf_addf(b, "n%zu: %.0f ", n->nchildren, n->bytes);
+    if (depth == 0)
+        mtl_buf_adds(b, MASSIF_ROOT);
+    else if (n->merged)
+        mtl_buf_addf(b, "in %zu places, all below massif's threshold (1.00%%)", n->merged);
+    else
+        massif_location(b, &n->where);
+    mtl_buf_addc(b, '\n');
+    for (size_t i = 0; i < n->nchildren; i++)
+        massif_node(b, &n->children[i], depth + 1);
+}
+
+void mtl_render_massif(struct mtl_buf *b, const char *cmd,
+                       const struct mtl_massif_snapshot *s, size_t n)
+{
+    mtl_buf_adds(b, "desc: memtally export --format massif\n");
+    mtl_buf_addf(b, "cmd: %s\ntime_unit: ms\n", cmd && *cmd ? cmd : "(unknown)");
+    for (size_t i = 0; i < n; i++) {
+        mtl_buf_addf(b, "#-----------\nsnapshot=%zu\n#-----------\n", i);
+        mtl_buf_addf(b, "time=%llu\nmem_heap_B=%.0f\nmem_heap_extra_B=0\nmem_stacks_B=0\n",
+                     (unsigned long long)(s[i].time_us / 1000), s[i].heap);
+        if (s[i].peak_rows) {
+            /* The peak: its sites, exact in event order. */
+            const struct mtl_rows *rows = s[i].peak_rows;
+            mtl_buf_addf(b, "heap_tree=peak\nn%zu: %.0f " MASSIF_ROOT "\n", rows->n, s[i].heap);
+            for (size_t r = 0; r < rows->n; r++) {
+                struct mtl_location w = { .function = rows->row[r].function,
+                                          .file = rows->row[r].file,
+                                          .line = rows->row[r].line };
+                mtl_buf_addf(b, " n0: %.0f ", rows->row[r].bytes);
+                massif_location(b, &w);
+                mtl_buf_addc(b, '\n');
+            }
+        } else if (s[i].tree) {
+            mtl_buf_adds(b, "heap_tree=detailed\n");
+            massif_node(b, &s[i].tree->root, 0);
+        } else {
+            mtl_buf_adds(b, "heap_tree=empty\n");
+        }
+    }
 }

@@ -100,5 +100,16 @@ struct mtl_speedscope_profile {
 };
 int mtl_render_speedscope(struct mtl_buf *b, const char *name,
                           const struct mtl_speedscope_profile *p, size_t n);
+/* massif's file (ms_print, massif-visualizer): snapshots of the live heap,
+ * detailed with a tree from the sites through their callers (tree), or
+ * the peak's sites (peak_rows). */
+struct mtl_massif_snapshot {
+    uint64_t time_us;
+    double heap;
+    const struct mtl_tree *tree;       /* NULL: no detail */
+    const struct mtl_rows *peak_rows;  /* the peak snapshot */
+};
+void mtl_render_massif(struct mtl_buf *b, const char *cmd,
+                       const struct mtl_massif_snapshot *s, size_t n);
 
 #endif

@@ -64,6 +64,18 @@ expect_eq "basic: all the bytes" 3351 "$(jq '[.profiles[].weights[]] | add' basi
 expect_eq "threads: a profile per thread that allocated" \
     "$("$M" report --json threads.mtly | jq '.threads | length')" "$(jq '.profiles | length' threads.json)"
 
+# massif: read by valgrind's own ms_print, which shows the peak (3,050
+# bytes) with its function, and the heap over time.
+"$M" export basic.mtly --format massif -o basic.massif || fail "export massif failed"
+ms_print basic.massif >ms.txt 2>ms.err || fail "ms_print cannot read it: $(head -3 ms.err)"
+grep -q "(peak)" ms.txt || fail "ms_print shows no peak snapshot: $(head -40 ms.txt)"
+expect_eq "ms_print: the peak's tree" "100.00% (3,050B) (heap allocation functions) malloc/new/new[], --alloc-fns, etc." \
+    "$(grep -m1 -A0 '(3,050B) (heap allocation' ms.txt)"
+grep -q '^->100.00% (3,050B) main (.*exact_basic.c:[0-9]*)' ms.txt ||
+    fail "ms_print: the peak's function is not main: $(grep -A2 '(3,050B)' ms.txt)"
+"$M" export threads.mtly --format massif -o threads.massif || fail "export massif of threads failed"
+ms_print threads.massif >/dev/null 2>ms.err || fail "ms_print cannot read the threads' file: $(head -3 ms.err)"
+
 # Bad input: one line, a non-zero exit.
 for bad in "--format pprof" "" "--format csv --value peak" "--format folded --value nope"; do
     # shellcheck disable=SC2086
@@ -86,4 +98,4 @@ head -c $((size * 2 / 3)) long.mtly >cut.mtly
 "$M" export cut.mtly --format folded >cut.folded 2>err.txt || fail "a cut trace: export failed"
 grep -q "truncated" err.txt || fail "a cut trace: not said: $(cat err.txt)"
 [ -s cut.folded ] || fail "a cut trace: nothing exported"
-echo "ok: export folded, speedscope and csv"
+echo "ok: export folded, speedscope, massif and csv"
