@@ -40,6 +40,11 @@ sh -c "$script" sh alone || fail "sh alone failed"
 expect_eq "the program's descriptors" "$(sort -n fds.alone | tr '\n' ' ')" \
     "$(sort -n fds.traced | tr '\n' ' ')"
 
+# read and syscall, hooked for libunwind, are the program's as before.
+same_run 0 "$TEST_PROGRAMS/exact_syscalls"
+grep -q "getpid 1 write 3 read 3 abc; fd -1000: -1 Bad file descriptor; fd -1001: -1 Bad file descriptor; gettid 1" \
+    traced.out || fail "read or syscall changed: $(cat traced.out)"
+
 # No descriptor of the trace in the program.
 "$MEMTALLY_BIN" record -q -o l.mtly -- sh -c 'ls -l /proc/$$/fd' >fds.txt || fail "ls under memtally failed"
 grep -q 'l\.mtly' fds.txt && fail "the program holds the trace open: $(cat fds.txt)"
