@@ -17,9 +17,7 @@
 
 #define ROUND_MS 20
 #define BLOCK_AGE_MS 20 /* blocks reach the file within a round or so */
-/* A lock of the program held this long (spins, yielding) and the round is
- * skipped: its holder may be dead, which only waitpid tells. */
-#define BUSY_SPINS 20000
+#define BUSY_SPINS MTL_ENC_BUSY_SPINS /* then the round is skipped: see encoder.h */
 
 static uint64_t now_ns(void)
 {
@@ -58,25 +56,17 @@ int record_writer_create(struct record_writer *rw)
 static int sink(void *ctx, const void *p, size_t n)
 {
     struct record_writer *rw = ctx;
-    const char *s = p;
-    while (n > 0) {
-        ssize_t w = write(rw->out, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            if (!rw->err) {
-                rw->err = e;
-                cli_error("record: cannot write %s: %s; the trace is incomplete", rw->out_path,
-                          strerror(e));
-            }
-            atomic_store(&rw->r->gone, 1); /* the recorder stops, and never waits */
-            return -e;
+    int rc = mtl_write_all(rw->out, p, n);
+    if (rc < 0) {
+        if (!rw->err) {
+            rw->err = -rc;
+            cli_error("record: cannot write %s: %s; the trace is incomplete", rw->out_path,
+                      strerror(-rc));
         }
-        s += w;
-        n -= (size_t)w;
-        rw->written += (size_t)w;
+        atomic_store(&rw->r->gone, 1); /* the recorder stops, and never waits */
+        return rc;
     }
+    rw->written += n;
     return 0;
 }
 
@@ -102,20 +92,7 @@ static int open_trace(struct record_writer *rw, const char *path, int clobber, c
         snprintf(used, cap, "%s", path);
         return fd;
     }
-    if (clobber) {
-        snprintf(used, cap, "%s", path);
-        return mtl_trace_create(path);
-    }
-    for (int i = 0; i < 1000; i++) {
-        if (i == 0)
-            snprintf(used, cap, "%s", path);
-        else if ((size_t)snprintf(used, cap, "%s.%d", path, i) >= cap)
-            return -ENAMETOOLONG;
-        int fd = mtl_trace_create_new(used);
-        if (fd != -EEXIST)
-            return fd;
-    }
-    return -EEXIST;
+    return mtl_trace_create_named(path, clobber, used, cap);
 }
 
 static void close_trace(struct record_writer *rw)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,4 +46,35 @@ const char *mtl_trace_create_error(int rc)
     return rc == -ELOOP ? "it is a symbolic link, which memtally does not follow"
            : rc == -EPERM ? "it belongs to another user"
            : strerror(-rc);
+}
+
+int mtl_trace_create_named(const char *path, int clobber, char *used, size_t cap)
+{
+    if ((size_t)snprintf(used, cap, "%s", path) >= cap)
+        return -ENAMETOOLONG;
+    if (clobber)
+        return mtl_trace_create(used);
+    for (int i = 1; i <= 1000; i++) {
+        int fd = mtl_trace_create_new(used);
+        if (fd != -EEXIST)
+            return fd;
+        if ((size_t)snprintf(used, cap, "%s.%d", path, i) >= cap)
+            return -ENAMETOOLONG;
+    }
+    return -EEXIST;
+}
+
+int mtl_write_all(int fd, const void *p, size_t n)
+{
+    const char *s = p;
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }

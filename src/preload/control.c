@@ -39,8 +39,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 

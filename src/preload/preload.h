@@ -89,7 +89,6 @@ void mtl__set_start(uint64_t ns) MTL_HIDDEN;            /* the trace's clock */
 void *mtl__pages_alloc(size_t size) MTL_HIDDEN;         /* zeroed, or NULL */
 void mtl__pages_free(void *p, size_t size) MTL_HIDDEN;
 void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 2)));
-int mtl__write_all(int fd, const void *buf, size_t n) MTL_HIDDEN; /* 0 or -errno */
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
     __attribute__((format(printf, 3, 4)));
 int mtl__gettid(void) MTL_HIDDEN;

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/tracefile.h"
+
 uint64_t mtl__monotonic_ns(void)
 {
     struct timespec ts;
@@ -77,24 +79,8 @@ void mtl__say(const char *fmt, ...)
     if (m > 0)
         n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
     buf[n++] = '\n';
-    mtl__write_all(2, buf, n);
+    mtl_write_all(2, buf, n);
     errno = saved;
-}
-
-int mtl__write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 int mtl__gettid(void)

@@ -146,24 +146,9 @@ void mtl__expand_pattern(char *out, size_t cap, const char *pattern)
  * name used.  Returns a descriptor or a negative errno. */
 static int open_output(const char *path, int clobber)
 {
-    char base[sizeof mtl__pl.opt.output];
+    char base[sizeof mtl__pl.opt.output]; /* path may be opt.output itself */
     mtl__fmt(base, sizeof base, "%s", path);
-    if (clobber) {
-        mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
-        return mtl_trace_create(base);
-    }
-    for (int i = 0; i < 1000; i++) {
-        if (i == 0)
-            mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s", base);
-        else
-            mtl__fmt(mtl__pl.opt.output, sizeof mtl__pl.opt.output, "%s.%d",
-                     base, i);
-        /* A symbolic link is an existing name, never followed. */
-        int fd = mtl_trace_create_new(mtl__pl.opt.output);
-        if (fd != -EEXIST)
-            return fd;
-    }
-    return -EEXIST;
+    return mtl_trace_create_named(base, clobber, mtl__pl.opt.output, sizeof mtl__pl.opt.output);
 }
 
 static int file_sink(void *ctx, const void *p, size_t n)
@@ -174,7 +159,7 @@ static int file_sink(void *ctx, const void *p, size_t n)
         mtl__say("the program closed the trace file's descriptor; recording stopped");
         return -EBADF;
     }
-    int rc = mtl__write_all(mtl__pl.fd, p, n);
+    int rc = mtl_write_all(mtl__pl.fd, p, n);
     if (rc < 0)
         mtl__say("cannot write %s: %s; recording stopped", mtl__pl.opt.output,
                  strerror(-rc));

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "common/tracefile.h"
 #include "common/varint.h"
 
 #define MTL_BLOCK_TARGET (1u << 20)
@@ -17,7 +19,7 @@
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
 #define WINDOW_INDEX_BITS 10
-#define BUSY_SPINS 20000 /* a few ms of trying for a lock, then a round skipped */
+#define BUSY_SPINS MTL_ENC_BUSY_SPINS
 _Static_assert(MTL_ENC_WINDOW_INDEX == 1u << WINDOW_INDEX_BITS, "window index size");
 
 static uint64_t monotonic_ns(void)
@@ -40,26 +42,14 @@ static void *pages(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* "/proc/self/..." or "/proc/PID/..." into buf. */
+/* "/proc/self/..." or "/proc/PID/..." into buf (snprintf of %d and %s
+ * stays off malloc, as the recorder's own messages rely on). */
 static void proc_path(const struct mtl_encoder *e, char *buf, size_t cap, const char *rest)
 {
-    char pid[24] = "self";
-    if (e->pid > 0) {
-        /* By hand: snprintf is not promised to stay off malloc. */
-        char tmp[24];
-        int n = 0;
-        for (unsigned v = (unsigned)e->pid; v; v /= 10)
-            tmp[n++] = (char)('0' + v % 10);
-        for (int i = 0; i < n; i++)
-            pid[i] = tmp[n - 1 - i];
-        pid[n] = '\0';
-    }
-    size_t o = 0;
-    const char *parts[3] = { "/proc/", pid, rest };
-    for (int i = 0; i < 3; i++)
-        for (const char *s = parts[i]; *s && o + 1 < cap; s++)
-            buf[o++] = *s;
-    buf[o] = '\0';
+    if (e->pid > 0)
+        snprintf(buf, cap, "/proc/%d%s", (int)e->pid, rest);
+    else
+        snprintf(buf, cap, "/proc/self%s", rest);
 }
 
 /* --- blocks ------------------------------------------------------------ */
@@ -723,15 +713,8 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
         struct mtl_tstate *ts = mtl_region_state(r, i);
         if (!atomic_load(&ts->in_use) || !ts->tid)
             continue;
-        char path[64], rest[40] = "/task/", buf[32] = {0};
-        size_t o = 6;
-        char digits[16];
-        int nd = 0;
-        for (unsigned v = (unsigned)ts->tid; v; v /= 10)
-            digits[nd++] = (char)('0' + v % 10);
-        while (nd > 0)
-            rest[o++] = digits[--nd];
-        memcpy(rest + o, "/comm", 6);
+        char path[64], rest[40], buf[32] = {0};
+        snprintf(rest, sizeof rest, "/task/%d/comm", (int)ts->tid);
         proc_path(e, path, sizeof path, rest);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -766,18 +749,7 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
 
 static int fd_sink(void *ctx, const void *p, size_t n)
 {
-    int fd = *(int *)ctx;
-    const char *s = p;
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return mtl_write_all(*(int *)ctx, p, n);
 }
 
 int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)

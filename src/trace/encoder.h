@@ -36,6 +36,9 @@
 #include "trace/format.h"
 
 #define MTL_ENC_WINDOW_INDEX (1u << 10) /* hash slots that find a pointer in the window */
+/* A lock of the program held this long (spins, yielding: a few ms) and a
+ * round that may not wait is skipped: its holder may be dead. */
+#define MTL_ENC_BUSY_SPINS 20000
 
 /* Where the bytes go: 0, or a negative errno. */
 typedef int (*mtl_sink_fn)(void *ctx, const void *p, size_t n);
