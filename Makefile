@@ -33,14 +33,16 @@ PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
 READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(SYMBOLS_SRC:%.c=$(B)/obj/%.o) \
                $(COMMON_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(RENDER_SRC:%.c=$(B)/obj/%.o) \
-               $(VIEW_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/view_page.o
+               $(VIEW_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/view_page.o $(B)/obj/gen/profile.pb-c.o
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
 # The symbolizer reads ELF and DWARF with libdw and demangles with
 # libstdc++'s __cxa_demangle; it loads libdebuginfod itself when needed.
 READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm -pthread
-# The viewer serves HTTP with libmicrohttpd.
-CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+# The viewer serves HTTP with libmicrohttpd; pprof export packs its
+# protobuf with protobuf-c (sources made by protoc-c) and gzips with zlib.
+CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libmicrohttpd libprotobuf-c zlib 2>/dev/null || echo -lmicrohttpd -lprotobuf-c -lz)
+CPPFLAGS += -I$(B)/gen
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples
 
@@ -59,6 +61,15 @@ $(B)/gen/view_page.c: src/view/page.html scripts/embed.sh
 $(B)/obj/gen/view_page.o: $(B)/gen/view_page.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# pprof's profile.proto as C (render/pprof.c includes it).
+$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h: src/render/profile.proto
+	@mkdir -p $(B)/gen
+	protoc-c --c_out=$(B)/gen --proto_path=src/render profile.proto
+$(B)/obj/gen/profile.pb-c.o: $(B)/gen/profile.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(B)/obj/src/render/pprof.o: $(B)/gen/profile.pb-c.h
 
 $(B)/libmemtally.so: $(PRELOAD_OBJ)
 	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -o $@ $^ $(PRELOAD_LIBS)
@@ -95,10 +106,10 @@ $(B)/tests/programs/%: tests/programs/%.cc
 	$(CXX) -O0 -g -fno-builtin -pthread -o $@ $< -ldl
 # Unit tests run under ASan and UBSan, with the reader and the analysis
 # code compiled in with them.
-$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(SYMBOLS_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(wildcard src/*/*.h include/*.h include/*/*.h tests/*.h tests/unit/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(COMMON_SRC) $(TRACE_SRC) $(SYMBOLS_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(B)/gen/profile.pb-c.c $(wildcard src/*/*.h include/*.h include/*/*.h tests/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(SYMBOLS_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(CLI_LIBS) -pthread
+	    -o $@ $< $(COMMON_SRC) $(TRACE_SRC) $(SYMBOLS_SRC) $(ANALYZE_SRC) $(RENDER_SRC) $(B)/gen/profile.pb-c.c $(CLI_LIBS) -pthread
 # Tools the integration tests run (tests/tools/mktrace: traces written by
 # hand), with the sanitizers too: a bug of theirs must not pass for one of
 # memtally's.

@@ -14,12 +14,15 @@ set -e
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
       libdebuginfod-dev liblzma-dev libbz2-dev binutils xz-utils dwz debuginfod
       zstd valgrind sqlite3 python3 jq libmicrohttpd-dev curl libjemalloc2
-      libtcmalloc-minimal4"
+      libtcmalloc-minimal4 protobuf-c-compiler libprotobuf-c-dev zlib1g-dev"
+# protobuf-c-compiler, libprotobuf-c-dev, zlib1g-dev: export --format pprof
+# (protoc-c makes the C of profile.proto at build time).
 # libmicrohttpd-dev: the viewer's HTTP server; curl: its API tests;
 # libjemalloc2, libtcmalloc-minimal4: allocators with operators new and
 # delete of their own, which the recorder must see (test_exact_allocators).
 if [ "${1:-}" = browser ]; then
-    pkgs="$pkgs chromium fonts-dejavu-core"
+    pkgs="$pkgs chromium fonts-dejavu-core golang-go"
+    # golang-go: go tool pprof reads what export --format pprof writes.
     # node and npm may come from elsewhere than Debian (nodesource): only
     # when the commands are missing.
     command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"

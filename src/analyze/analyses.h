@@ -254,6 +254,64 @@ int mtl_diff(struct mtl_engine *base, struct mtl_engine *next,
              const struct mtl_filter *f, size_t top, struct mtl_diff *out);
 void mtl_diff_release(struct mtl_diff *d);
 
+/* ---- stack figures: per stack, whole, for the exports that keep stacks
+ * (pprof, dhat) ------------------------------------------------------------ */
+
+#define MTL_NO_FRAME UINT32_MAX
+
+/* A frame of a stack as it ran: a native address (or a runtime's custom
+ * frame) with the functions it stands for, inlined ones first.  Frames
+ * whose every function is hidden (the allocator's plumbing, --hide) are
+ * left out; wrappers stay: they are code that ran. */
+struct mtl_stack_frame {
+    uint64_t addr;          /* native: the address as recorded; custom: 0 */
+    uint32_t module;        /* module index, UINT32_MAX when none */
+    uint32_t parent;        /* the next frame outwards, or MTL_NO_FRAME */
+    size_t first, nlocs;    /* its functions: locs[first .. first + nlocs - 1] */
+};
+
+struct mtl_stack_figure {
+    uint32_t stack;
+    uint32_t frame;                 /* its innermost frame, or MTL_NO_FRAME */
+    double alloc_calls, alloc_bytes;/* allocated */
+    double inuse_calls, inuse_bytes;/* live at the moment asked (options) */
+    /* With o->lifetimes (DHAT's figures): */
+    double life_us;                 /* lifetimes added up (to the end for
+                                       blocks never freed) */
+    double max_calls, max_bytes;    /* live of this stack at its own highest */
+    double peak_calls, peak_bytes;  /* live at the peak of all stacks */
+    double end_calls, end_bytes;    /* live at the end */
+};
+
+struct mtl_stack_figures_options {
+    /* In use: live at the end of the trace, unless one of these: */
+    int at_set;
+    uint64_t at_us;         /* live at this time */
+    int at_peak;            /* live at the peak of the blocks that pass */
+    int lifetimes;          /* the DHAT figures too (a pass over the trace) */
+};
+
+struct mtl_stack_figures {
+    struct mtl_result_head head;
+    struct mtl_stack_figure *figures; /* most bytes allocated first */
+    size_t n;
+    struct mtl_stack_frame *frames;
+    size_t nframes;
+    struct mtl_location *locs;  /* the frames' functions */
+    size_t nlocs;
+    uint64_t inuse_us;          /* the moment in use is about */
+    uint64_t peak_us, end_us;   /* the peak (lifetimes) and the trace's end */
+    double peak_bytes;
+    struct mtl_trace_info trace;        /* its strings live in the engine */
+    const struct mtl_module *modules;   /* by index, as the trace defines them */
+    uint32_t nmodules;
+};
+
+int mtl_stack_figures(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_stack_figures_options *o,
+                      struct mtl_stack_figures *out);
+void mtl_stack_figures_release(struct mtl_stack_figures *s);
+
 /* ---- totals: what `memtally info` tells ------------------------------- */
 
 struct mtl_totals {

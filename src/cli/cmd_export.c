@@ -2,13 +2,15 @@
  * cmd_export.c: `memtally export TRACE --format F [-o OUT]`: the engine's
  * results in the formats other tools read (render/export.c).  Formats so
  * far: folded (flamegraph.pl, inferno, speedscope), speedscope (its own
- * JSON, a profile per thread) and csv (the rows of report).  Every
- * analysis filter applies.
+ * JSON, a profile per thread), massif (ms_print), pprof (go tool pprof,
+ * Pyroscope, Parca) and csv (the rows of report).  Every analysis filter
+ * applies.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/analysis.h"
 #include "cli/cli.h"
@@ -24,14 +26,21 @@ static const char usage[] =
     "                               thread, weighted by bytes\n"
     "                             massif: valgrind massif's file (ms_print,\n"
     "                               massif-visualizer): the heap over time, the peak\n"
+    "                             pprof: a gzip'd pprof heap profile (go tool pprof,\n"
+    "                               Pyroscope, Parca): allocated, and in use at the\n"
+    "                               end (or --at, --at-peak), per call stack\n"
     "                             csv: the rows of report, one per function\n"
     "  --value bytes|calls|peak|leaked\n"
     "                             folded: what VALUE is (default bytes): bytes or\n"
     "                             calls allocated, bytes live at the peak, bytes\n"
     "                             never freed\n"
-    "  -o, --output OUT           write to OUT (default, or -: standard output)\n";
+    "  --at TIME                  pprof: in use means live at TIME (\"2.5s\", \"300ms\")\n"
+    "  --at-peak                  pprof: in use means live at the peak\n"
+    "  -o, --output OUT           write to OUT (default, or -: standard output;\n"
+    "                             pprof: not to a terminal)\n";
 
-enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_CSV };
+enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_PPROF, FMT_CSV };
+#define FORMATS "folded, speedscope, massif, pprof, csv"
 
 #define MASSIF_POINTS 48       /* snapshots over the run, as massif keeps ~50 */
 #define MASSIF_DETAIL_EVERY 10 /* every tenth detailed, as massif's default */
@@ -41,16 +50,23 @@ struct export_opts {
     enum format format;
     enum value value;
     const char *output;
+    int at_set, at_peak;
+    uint64_t at_us;
 };
 
 static int parse_opt(void *ctx, int argc, char **argv, int *i)
 {
     struct export_opts *o = ctx;
-    static const char *const names[] = { "--format", "--value", "--output", "-o" };
+    static const char *const names[] = { "--format", "--value", "--output", "-o", "--at" };
     static const char *const values[] = { "bytes", "calls", "peak", "leaked" };
     const char *val;
     size_t k;
-    int rc = option_value("export", argc, argv, i, names, 4, &k, &val);
+    if (!strcmp(argv[*i], "--at-peak")) {
+        o->at_peak = 1;
+        (*i)++;
+        return 1;
+    }
+    int rc = option_value("export", argc, argv, i, names, 5, &k, &val);
     if (rc <= 0)
         return rc;
     if (k == 0) {
@@ -60,10 +76,12 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
             o->format = FMT_SPEEDSCOPE;
         else if (!strcmp(val, "massif"))
             o->format = FMT_MASSIF;
+        else if (!strcmp(val, "pprof"))
+            o->format = FMT_PPROF;
         else if (!strcmp(val, "csv"))
             o->format = FMT_CSV;
         else {
-            cli_error("export: unknown format %s (folded, speedscope, massif, csv)", val);
+            cli_error("export: unknown format %s (" FORMATS ")", val);
             return -1;
         }
     } else if (k == 1) {
@@ -75,6 +93,12 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
             return -1;
         }
         o->value = (enum value)v;
+    } else if (k == 4) {
+        if (mtl_parse_time(val, &o->at_us) < 0) {
+            cli_error("export: --at takes a time (\"2.5s\", \"300ms\", \"150us\"), not %s", val);
+            return -1;
+        }
+        o->at_set = 1;
     } else {
         if (!*val) {
             cli_error("export: empty output path");
@@ -225,6 +249,22 @@ static int export_massif(struct analysis *a, struct mtl_engine *e, struct mtl_bu
     return bad;
 }
 
+/* Per call stack: allocated, and in use at the end, --at or --at-peak. */
+static int export_pprof(struct analysis *a, struct mtl_engine *e, const struct export_opts *o,
+                        struct mtl_buf *b)
+{
+    struct mtl_stack_figures_options so = { .at_set = o->at_set, .at_us = o->at_us,
+                                            .at_peak = o->at_peak };
+    struct mtl_stack_figures s;
+    if (analysis_done(a, e, mtl_stack_figures(e, &a->filter, &so, &s)))
+        return 1;
+    int bad = mtl_render_pprof(b, &s) < 0;
+    if (bad)
+        cli_error("export: out of memory");
+    mtl_stack_figures_release(&s);
+    return bad;
+}
+
 /* b to OUT (or standard output); 0, or 1 after saying why. */
 static int write_output(struct analysis *a, const char *out, struct mtl_buf *b)
 {
@@ -253,12 +293,25 @@ static int write_output(struct analysis *a, const char *out, struct mtl_buf *b)
 int cmd_export(int argc, char **argv)
 {
     struct analysis a = { 0 };
-    struct export_opts o = { FMT_NONE, VAL_BYTES, NULL };
+    struct export_opts o = { .format = FMT_NONE, .value = VAL_BYTES };
     int code;
     if (analysis_parse(&a, argc, argv, usage, 0, parse_opt, &o, &code))
         return code;
     if (o.format == FMT_NONE) {
-        cli_error("export: --format is needed (folded, speedscope, massif, csv)");
+        cli_error("export: --format is needed (" FORMATS ")");
+        return 2;
+    }
+    if ((o.at_set || o.at_peak) && o.format != FMT_PPROF) {
+        cli_error("export: --at and --at-peak are for --format pprof");
+        return 2;
+    }
+    if (o.at_set && o.at_peak) {
+        cli_error("export: --at and --at-peak cannot go together");
+        return 2;
+    }
+    /* A binary format is not for a terminal. */
+    if (o.format == FMT_PPROF && (!o.output || !strcmp(o.output, "-")) && isatty(1)) {
+        cli_error("export: pprof is binary: give -o FILE, or redirect standard output");
         return 2;
     }
     if (o.format != FMT_FOLDED && o.value != VAL_BYTES) {
@@ -272,6 +325,7 @@ int cmd_export(int argc, char **argv)
     int bad = o.format == FMT_FOLDED       ? export_folded(&a, e, &o, &b)
               : o.format == FMT_SPEEDSCOPE ? export_speedscope(&a, e, &b)
               : o.format == FMT_MASSIF     ? export_massif(&a, e, &b)
+              : o.format == FMT_PPROF      ? export_pprof(&a, e, &o, &b)
                                            : export_csv(&a, e, &b);
     if (!bad)
         bad = write_output(&a, o.output, &b);

@@ -112,4 +112,8 @@ struct mtl_massif_snapshot {
 void mtl_render_massif(struct mtl_buf *b, const char *cmd,
                        const struct mtl_massif_snapshot *s, size_t n);
 
+/* pprof.c: a gzip'd pprof profile (profile.proto) of the stack figures.
+ * 0, or -1 when out of memory. */
+int mtl_render_pprof(struct mtl_buf *b, const struct mtl_stack_figures *s);
+
 #endif

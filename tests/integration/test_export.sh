@@ -76,8 +76,72 @@ grep -q '^->100.00% (3,050B) main (.*exact_basic.c:[0-9]*)' ms.txt ||
 "$M" export threads.mtly --format massif -o threads.massif || fail "export massif of threads failed"
 ms_print threads.massif >/dev/null 2>ms.err || fail "ms_print cannot read the threads' file: $(head -3 ms.err)"
 
+# pprof: read by go tool pprof, which shows each function of golden_funcs
+# (truth at the top of tests/programs/golden_funcs.c) with its exact
+# figure for each of the four sample types, in use at the end, at the peak
+# and at a time.
+record funcs.mtly "$TEST_PROGRAMS/golden_funcs" >/dev/null || fail "recording golden_funcs failed"
+# pprof_flat FILE TYPE: "function flat" for every function with a flat
+# figure of its own, sorted.
+pprof_flat() {
+    go tool pprof -top -unit=B -sample_index="$2" "$1" >top.txt 2>top.err ||
+        fail "go tool pprof cannot read $1: $(head -3 top.err)"
+    awk 'f && $1 != "0" { sub(/B$/, "", $1); print $6, $1 } /flat%/ { f = 1 }' top.txt | sort
+}
+"$M" export funcs.mtly --format pprof -o funcs.pb.gz || fail "export pprof failed"
+expect_eq "pprof is gzip'd" "1f8b" "$(head -c 2 funcs.pb.gz | od -An -tx1 | tr -d ' \n')"
+expect_eq "pprof alloc_objects" "$(printf '%s\n' 'alpha 10' 'beta 6' 'delta 4' 'grow 5' \
+    'keeper 7' 'make_buffer 3' 'scratch 8')" "$(pprof_flat funcs.pb.gz alloc_objects)"
+expect_eq "pprof alloc_space" "$(printf '%s\n' 'alpha 1000' 'beta 1200' 'delta 256' 'grow 600' \
+    'keeper 364' 'make_buffer 3000' 'scratch 288')" "$(pprof_flat funcs.pb.gz alloc_space)"
+expect_eq "pprof inuse_objects (at the end)" "$(printf '%s\n' 'alpha 1' 'grow 1' 'make_buffer 1')" \
+    "$(pprof_flat funcs.pb.gz inuse_objects)"
+expect_eq "pprof inuse_space (at the end)" "$(printf '%s\n' 'alpha 100' 'grow 200' 'make_buffer 1000')" \
+    "$(pprof_flat funcs.pb.gz inuse_space)"
+pprof_flat funcs.pb.gz alloc_space >/dev/null
+grep -q ' 3000B .*gamma$' top.txt || fail "pprof: gamma's cumulative bytes are not 3000: $(cat top.txt)"
+"$M" export funcs.mtly --format pprof --at-peak -o peak.pb.gz || fail "export pprof --at-peak failed"
+expect_eq "pprof inuse_space at the peak" "$(printf '%s\n' 'alpha 1000' 'beta 1200' 'delta 256' \
+    'grow 200' 'keeper 364' 'make_buffer 3000')" "$(pprof_flat peak.pb.gz inuse_space)"
+expect_eq "pprof alloc_space does not depend on --at-peak" "$(pprof_flat funcs.pb.gz alloc_space)" \
+    "$(pprof_flat peak.pb.gz alloc_space)"
+"$M" export funcs.mtly --format pprof --at 0 -o zero.pb.gz || fail "export pprof --at 0 failed"
+expect_eq "pprof: nothing in use at time 0" "" "$(pprof_flat zero.pb.gz inuse_space)"
+# The profile's frame: the binary's mapping with its build id, symbolized.
+go tool pprof -raw funcs.pb.gz >raw.txt 2>&1 || fail "go tool pprof -raw failed"
+bid=$(readelf -n "$TEST_PROGRAMS/golden_funcs" | awk '/Build ID/ { print $3 }')
+grep -q "golden_funcs $bid \[FN\]\[FL\]\[LN\]\[IN\]" raw.txt ||
+    fail "pprof: no mapping of golden_funcs with its build id: $(grep -A5 Mappings raw.txt)"
+grep -q "^PeriodType: space bytes" raw.txt || fail "pprof: period type is not space/bytes"
+# Inlined frames: inl_alloc is a line of its caller's location.
+record inline.mtly "$TEST_PROGRAMS/golden_inline" >/dev/null || fail "recording golden_inline failed"
+"$M" export inline.mtly --format pprof -o inline.pb.gz || fail "export pprof of golden_inline failed"
+expect_eq "pprof: inlined and plain sites" "$(printf '%s\n' 'inl_alloc 1280' 'plain_alloc 1024')" \
+    "$(pprof_flat inline.pb.gz alloc_space)"
+grep -q "inl_alloc (inline)$" top.txt || fail "pprof: inl_alloc is not shown inlined: $(cat top.txt)"
+grep -q " 512B .*caller_a$" top.txt || fail "pprof: caller_a's cumulative bytes are not 512: $(cat top.txt)"
+# A sampled trace: its unbiased estimates (1/p blocks and n/p bytes a
+# sample) as values, its rate as the period.
+{
+    echo "header program=/bin/sampled pid=3 mode=sampled rate=1000"
+    echo "stack s site main"
+    echo "start 0 0 3 main"
+    echo "alloc 1 0 4096 100 s"
+    echo "alloc 2 0 8192 4096 s"
+    echo "end 100"
+} | mktrace sampled.mtly
+"$M" export sampled.mtly --format pprof -o sampled.pb.gz || fail "export pprof of a sampled trace failed"
+go tool pprof -raw sampled.pb.gz >raw.txt 2>&1 || fail "go tool pprof -raw of a sampled trace failed"
+grep -q "^Period: 1000$" raw.txt || fail "pprof: the period is not the sampling rate: $(head -5 raw.txt)"
+want=$(awk 'BEGIN { n = 0; b = 0; split("100 4096", s, " ");
+    for (i = 1; i <= 2; i++) { p = 1 - exp(-s[i] / 1000); n += 1 / p; b += s[i] / p }
+    printf "site %.0f", b }')
+expect_eq "pprof: a sampled trace's bytes, unbiased" "$want" "$(pprof_flat sampled.pb.gz alloc_space)"
+[ -t 1 ] || "$M" export funcs.mtly --format pprof | cmp -s - funcs.pb.gz ||
+    fail "pprof to standard output differs from -o"
+
 # Bad input: one line, a non-zero exit.
-for bad in "--format pprof" "" "--format csv --value peak" "--format folded --value nope"; do
+for bad in "--format nope" "--format pprof --at-peak --at 1s" "--format folded --at-peak" "" "--format csv --value peak" "--format folded --value nope"; do
     # shellcheck disable=SC2086
     "$M" export basic.mtly $bad >/dev/null 2>err.txt
     rc=$?
@@ -98,4 +162,4 @@ head -c $((size * 2 / 3)) long.mtly >cut.mtly
 "$M" export cut.mtly --format folded >cut.folded 2>err.txt || fail "a cut trace: export failed"
 grep -q "truncated" err.txt || fail "a cut trace: not said: $(cat err.txt)"
 [ -s cut.folded ] || fail "a cut trace: nothing exported"
-echo "ok: export folded, speedscope, massif and csv"
+echo "ok: export folded, speedscope, massif, pprof and csv"
