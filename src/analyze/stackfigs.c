@@ -12,6 +12,7 @@
 #include "analyze/internal.h"
 #include "analyze/stackagg.h"
 #include "analyze/view.h"
+#include "common/grow.h"
 #include "common/hmap.h"
 #include "memtally/errors.h"
 #include "trace/defs.h"
@@ -33,18 +34,9 @@ struct life_pass {
 
 static struct stack_live *stack_state(struct life_pass *p, uint32_t stack)
 {
-    if (stack >= p->cap) {
-        size_t cap = p->cap ? p->cap : 1024;
-        while (cap <= stack)
-            cap *= 2;
-        struct stack_live *s = realloc(p->s, cap * sizeof *s);
-        if (!s) {
-            p->failed = 1;
-            return NULL;
-        }
-        memset(s + p->cap, 0, (cap - p->cap) * sizeof *s);
-        p->s = s;
-        p->cap = cap;
+    if (mtl_grow_zeroed((void **)&p->s, &p->cap, (size_t)stack + 1, sizeof *p->s, 1024) < 0) {
+        p->failed = 1;
+        return NULL;
     }
     return &p->s[stack];
 }
@@ -101,21 +93,6 @@ struct frame_builder {
     size_t path_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t cap2 = *cap ? *cap * 2 : 256;
-    while (cap2 < need)
-        cap2 *= 2;
-    void *q = realloc(*p, cap2 * size);
-    if (!q)
-        return MTL_ENOMEM;
-    *p = q;
-    *cap = cap2;
-    return 0;
-}
-
 /* The frame of a node whose parent's frame is parent: a new frame with
  * its visible functions, or parent when it has none. */
 static int node_frame(struct frame_builder *fb, uint32_t node, uint32_t parent, uint32_t *out)
@@ -130,7 +107,7 @@ static int node_frame(struct frame_builder *fb, uint32_t node, uint32_t parent, 
         const struct mtl_location *w = mtl_view_location(fb->v, i);
         if (w->hidden)
             continue;
-        if (grow((void **)&o->locs, &fb->locs_cap, o->nlocs + 1, sizeof *o->locs) < 0)
+        if (mtl_grow_zeroed((void **)&o->locs, &fb->locs_cap, o->nlocs + 1, sizeof *o->locs, 256) < 0)
             return MTL_ENOMEM;
         o->locs[o->nlocs++] = *w;
     }
@@ -138,7 +115,7 @@ static int node_frame(struct frame_builder *fb, uint32_t node, uint32_t parent, 
         *out = parent;
         return 0;
     }
-    if (grow((void **)&o->frames, &fb->frames_cap, o->nframes + 1, sizeof *o->frames) < 0)
+    if (mtl_grow_zeroed((void **)&o->frames, &fb->frames_cap, o->nframes + 1, sizeof *o->frames, 256) < 0)
         return MTL_ENOMEM;
     struct mtl_frame fr = mtl_defs_frame(fb->d, node);
     o->frames[o->nframes] = (struct mtl_stack_frame){
@@ -156,7 +133,7 @@ static int stack_frame(struct frame_builder *fb, uint32_t stack, uint32_t *out)
     size_t n = 0;
     uint32_t node = stack, known = MTL_NO_FRAME;
     while (node != 0 && node < fb->d->nnodes && fb->memo[node] == 0) {
-        if (grow((void **)&fb->path, &fb->path_cap, n + 1, sizeof *fb->path) < 0)
+        if (mtl_grow_zeroed((void **)&fb->path, &fb->path_cap, n + 1, sizeof *fb->path, 256) < 0)
             return MTL_ENOMEM;
         fb->path[n++] = node;
         node = fb->d->parent[node];
@@ -211,7 +188,7 @@ static struct mtl_stack_figure *figure(struct mtl_stack_figures *out, struct mtl
     uint64_t v;
     if (mtl_hmap_get(index, (uint64_t)stack + 1, &v))
         return &out->figures[v];
-    if (grow((void **)&out->figures, cap, out->n + 1, sizeof *out->figures) < 0 ||
+    if (mtl_grow_zeroed((void **)&out->figures, cap, out->n + 1, sizeof *out->figures, 256) < 0 ||
         mtl_hmap_put(index, (uint64_t)stack + 1, out->n, NULL) < 0)
         return NULL;
     struct mtl_stack_figure *s = &out->figures[out->n++];

@@ -29,6 +29,9 @@ static const char usage[] =
     "                             pprof: a gzip'd pprof heap profile (go tool pprof,\n"
     "                               Pyroscope, Parca): allocated, and in use at the\n"
     "                               end (or --at, --at-peak), per call stack\n"
+    "                             dhat: DHAT's JSON for valgrind's dh_view.html:\n"
+    "                               bytes, blocks, lifetimes, at the peak and at\n"
+    "                               the end, per call stack\n"
     "                             csv: the rows of report, one per function\n"
     "  --value bytes|calls|peak|leaked\n"
     "                             folded: what VALUE is (default bytes): bytes or\n"
@@ -39,8 +42,8 @@ static const char usage[] =
     "  -o, --output OUT           write to OUT (default, or -: standard output;\n"
     "                             pprof: not to a terminal)\n";
 
-enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_PPROF, FMT_CSV };
-#define FORMATS "folded, speedscope, massif, pprof, csv"
+enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_PPROF, FMT_DHAT, FMT_CSV };
+#define FORMATS "folded, speedscope, massif, pprof, dhat, csv"
 
 #define MASSIF_POINTS 48       /* snapshots over the run, as massif keeps ~50 */
 #define MASSIF_DETAIL_EVERY 10 /* every tenth detailed, as massif's default */
@@ -78,6 +81,8 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
             o->format = FMT_MASSIF;
         else if (!strcmp(val, "pprof"))
             o->format = FMT_PPROF;
+        else if (!strcmp(val, "dhat"))
+            o->format = FMT_DHAT;
         else if (!strcmp(val, "csv"))
             o->format = FMT_CSV;
         else {
@@ -249,16 +254,18 @@ static int export_massif(struct analysis *a, struct mtl_engine *e, struct mtl_bu
     return bad;
 }
 
-/* Per call stack: allocated, and in use at the end, --at or --at-peak. */
-static int export_pprof(struct analysis *a, struct mtl_engine *e, const struct export_opts *o,
-                        struct mtl_buf *b)
+/* Per call stack: allocated, and in use at the end, --at or --at-peak
+ * (pprof); with lifetimes, at the peak and at the end (dhat). */
+static int export_stacks(struct analysis *a, struct mtl_engine *e, const struct export_opts *o,
+                         struct mtl_buf *b)
 {
     struct mtl_stack_figures_options so = { .at_set = o->at_set, .at_us = o->at_us,
-                                            .at_peak = o->at_peak };
+                                            .at_peak = o->at_peak,
+                                            .lifetimes = o->format == FMT_DHAT };
     struct mtl_stack_figures s;
     if (analysis_done(a, e, mtl_stack_figures(e, &a->filter, &so, &s)))
         return 1;
-    int bad = mtl_render_pprof(b, &s) < 0;
+    int bad = (o->format == FMT_DHAT ? mtl_render_dhat(b, &s) : mtl_render_pprof(b, &s)) < 0;
     if (bad)
         cli_error("export: out of memory");
     mtl_stack_figures_release(&s);
@@ -325,7 +332,7 @@ int cmd_export(int argc, char **argv)
     int bad = o.format == FMT_FOLDED       ? export_folded(&a, e, &o, &b)
               : o.format == FMT_SPEEDSCOPE ? export_speedscope(&a, e, &b)
               : o.format == FMT_MASSIF     ? export_massif(&a, e, &b)
-              : o.format == FMT_PPROF      ? export_pprof(&a, e, &o, &b)
+              : o.format == FMT_PPROF || o.format == FMT_DHAT ? export_stacks(&a, e, &o, &b)
                                            : export_csv(&a, e, &b);
     if (!bad)
         bad = write_output(&a, o.output, &b);

@@ -21,7 +21,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "common/hmap.h"
+#include "common/grow.h"
+#include "common/intern.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile Profile;
@@ -38,13 +39,11 @@ typedef Perftools__Profiles__Function Function;
  * wants point into. */
 struct pprof {
     Profile p;
-    struct mtl_hmap strings;     /* hash of a string -> its index */
-    char **str;
-    size_t nstr, str_cap;
-    struct mtl_hmap functions;   /* hash of (name, file) -> index */
+    struct mtl_intern strings;   /* the string table, by index */
+    struct mtl_intern functions; /* (name, file) indices -> function index */
     Function *fn;
     Function **fnp;
-    size_t nfn, fn_cap;
+    size_t fn_cap;
     Mapping *map;
     Mapping **mapp;
     uint32_t *map_of_module;     /* module index -> mapping id, 0 none */
@@ -56,77 +55,42 @@ struct pprof {
     Sample **samplep;
     uint64_t *ids;               /* the samples' location ids */
     int64_t *values;
+    char **table;                /* string_table, made last */
     ValueType types[NVALUES + 1];
     ValueType *typep[NVALUES];
     int failed;
 };
 
-static uint64_t hash_str(const char *s, uint64_t salt)
-{
-    return (mtl_hash_bytes(s, strlen(s)) ^ salt) | 1; /* never 0 */
-}
-
-/* The string table index of s, added if new.  Equal hashes of different
- * strings are told apart by probing on. */
+/* The string table index of s, added if new. */
 static int64_t str_index(struct pprof *pp, const char *s)
 {
-    if (!s)
-        s = "";
-    for (uint64_t h = hash_str(s, 0);; h = h * 0x9e3779b97f4a7c15ull | 1) {
-        uint64_t v;
-        if (!mtl_hmap_get(&pp->strings, h, &v))
-            break;
-        if (!strcmp(pp->str[v], s))
-            return (int64_t)v;
-    }
-    if (pp->nstr == pp->str_cap) {
-        size_t cap = pp->str_cap ? pp->str_cap * 2 : 1024;
-        char **n = realloc(pp->str, cap * sizeof *n);
-        if (!n) {
-            pp->failed = 1;
-            return 0;
-        }
-        pp->str = n;
-        pp->str_cap = cap;
-    }
-    uint64_t h = hash_str(s, 0), v;
-    while (mtl_hmap_get(&pp->strings, h, &v))
-        h = h * 0x9e3779b97f4a7c15ull | 1;
-    if (!(pp->str[pp->nstr] = strdup(s))) {
+    uint32_t id;
+    if (mtl_intern_str(&pp->strings, s ? s : "", &id) < 0) {
         pp->failed = 1;
         return 0;
     }
-    if (mtl_hmap_put(&pp->strings, h, pp->nstr, NULL) < 0)
-        pp->failed = 1;
-    return (int64_t)pp->nstr++;
+    return id;
 }
 
 /* The function id of a location's function (name and file). */
 static uint64_t function_id(struct pprof *pp, const struct mtl_location *w)
 {
-    int64_t name = str_index(pp, w->function ? w->function : "??");
-    int64_t file = str_index(pp, w->file);
-    uint64_t key = ((uint64_t)name << 32 ^ (uint64_t)file) + 1, v;
-    if (mtl_hmap_get(&pp->functions, key, &v))
-        return v + 1;
-    if (pp->nfn == pp->fn_cap) {
-        size_t cap = pp->fn_cap ? pp->fn_cap * 2 : 1024;
-        Function *f = realloc(pp->fn, cap * sizeof *f);
-        if (!f) {
-            pp->failed = 1;
-            return 1;
-        }
-        pp->fn = f;
-        pp->fn_cap = cap;
-    }
-    Function *f = &pp->fn[pp->nfn];
-    perftools__profiles__function__init(f);
-    f->id = pp->nfn + 1;
-    f->name = f->system_name = name;
-    f->filename = file;
-    if (mtl_hmap_put(&pp->functions, key, pp->nfn, NULL) < 0)
+    int64_t key[2] = { str_index(pp, w->function ? w->function : "??"),
+                       str_index(pp, w->file) };
+    uint32_t id;
+    int rc = mtl_intern_add(&pp->functions, key, sizeof key, &id);
+    if (rc < 0 || (rc == 1 && mtl_grow_zeroed((void **)&pp->fn, &pp->fn_cap, id + 1, sizeof *pp->fn, 256) < 0)) {
         pp->failed = 1;
-    return ++pp->nfn;
+        return 1;
+    }
+    if (rc == 1) {
+        Function *f = &pp->fn[id];
+        perftools__profiles__function__init(f);
+        f->id = id + 1;
+        f->name = f->system_name = key[0];
+        f->filename = key[1];
+    }
+    return id + 1;
 }
 
 /* A module's mapping: its executable segment (all of it when it has none
@@ -189,11 +153,9 @@ static void gzip_into(struct mtl_buf *b, const uint8_t *data, size_t n)
 
 static void pprof_release(struct pprof *pp)
 {
-    mtl_hmap_release(&pp->strings);
-    mtl_hmap_release(&pp->functions);
-    for (size_t i = 0; i < pp->nstr; i++)
-        free(pp->str[i]);
-    free(pp->str);
+    mtl_intern_release(&pp->strings);
+    mtl_intern_release(&pp->functions);
+    free(pp->table);
     free(pp->fn);
     free(pp->fnp);
     free(pp->map);
@@ -211,7 +173,7 @@ static void pprof_release(struct pprof *pp)
 
 int mtl_render_pprof(struct mtl_buf *b, const struct mtl_stack_figures *s)
 {
-    struct pprof pp = { .strings = MTL_HMAP_INIT, .functions = MTL_HMAP_INIT };
+    struct pprof pp = { .strings = MTL_INTERN_INIT, .functions = MTL_INTERN_INIT };
     perftools__profiles__profile__init(&pp.p);
     str_index(&pp, ""); /* string 0 is always "" */
     static const char *const names[NVALUES][2] = {
@@ -308,13 +270,19 @@ int mtl_render_pprof(struct mtl_buf *b, const struct mtl_stack_figures *s)
         sm->n_value = NVALUES;
         pp.samplep[i] = sm;
     }
-    pp.fnp = calloc(pp.nfn ? pp.nfn : 1, sizeof *pp.fnp);
+    size_t nfn = pp.functions.n;
+    pp.fnp = calloc(nfn ? nfn : 1, sizeof *pp.fnp);
     if (!pp.fnp)
         pp.failed = 1;
-    for (size_t i = 0; pp.fnp && i < pp.nfn; i++)
+    for (size_t i = 0; pp.fnp && i < nfn; i++)
         pp.fnp[i] = &pp.fn[i];
     int64_t comment = str_index(&pp, s->trace.command_line && *s->trace.command_line
                                          ? s->trace.command_line : s->trace.program);
+    size_t nstr = pp.strings.n;
+    if (!(pp.table = calloc(nstr, sizeof *pp.table)))
+        pp.failed = 1;
+    for (size_t i = 0; pp.table && i < nstr; i++)
+        pp.table[i] = (char *)mtl_intern_at(&pp.strings, (uint32_t)i, NULL);
     if (pp.failed) {
         pprof_release(&pp);
         return -1;
@@ -329,9 +297,9 @@ int mtl_render_pprof(struct mtl_buf *b, const struct mtl_stack_figures *s)
     p->location = pp.locp;
     p->n_location = nlocs;
     p->function = pp.fnp;
-    p->n_function = pp.nfn;
-    p->string_table = pp.str;
-    p->n_string_table = pp.nstr;
+    p->n_function = nfn;
+    p->string_table = pp.table;
+    p->n_string_table = nstr;
     p->time_nanos = (int64_t)s->trace.start_unix_us * 1000;
     p->duration_nanos = (int64_t)s->end_us * 1000;
     p->period_type = &pp.types[NVALUES];

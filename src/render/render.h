@@ -115,5 +115,8 @@ void mtl_render_massif(struct mtl_buf *b, const char *cmd,
 /* pprof.c: a gzip'd pprof profile (profile.proto) of the stack figures.
  * 0, or -1 when out of memory. */
 int mtl_render_pprof(struct mtl_buf *b, const struct mtl_stack_figures *s);
+/* dhat.c: DHAT's JSON (dh_view.html) of the stack figures, made with
+ * lifetimes.  0, or -1 when out of memory. */
+int mtl_render_dhat(struct mtl_buf *b, const struct mtl_stack_figures *s);
 
 #endif
