@@ -40,8 +40,9 @@ PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo 
 # libstdc++'s __cxa_demangle; it loads libdebuginfod itself when needed.
 READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm -pthread
 # The viewer serves HTTP with libmicrohttpd; pprof export packs its
-# protobuf with protobuf-c (sources made by protoc-c) and gzips with zlib.
-CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libmicrohttpd libprotobuf-c zlib 2>/dev/null || echo -lmicrohttpd -lprotobuf-c -lz)
+# protobuf with protobuf-c (sources made by protoc-c) and gzips with zlib;
+# sqlite export writes with libsqlite3.
+CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libmicrohttpd libprotobuf-c zlib sqlite3 2>/dev/null || echo -lmicrohttpd -lprotobuf-c -lz -lsqlite3)
 CPPFLAGS += -I$(B)/gen
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples

@@ -14,9 +14,11 @@ set -e
 pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
       libdebuginfod-dev liblzma-dev libbz2-dev binutils xz-utils dwz debuginfod
       zstd valgrind sqlite3 python3 jq libmicrohttpd-dev curl libjemalloc2
-      libtcmalloc-minimal4 protobuf-c-compiler libprotobuf-c-dev zlib1g-dev"
+      libtcmalloc-minimal4 protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
+      libsqlite3-dev"
 # protobuf-c-compiler, libprotobuf-c-dev, zlib1g-dev: export --format pprof
-# (protoc-c makes the C of profile.proto at build time).
+# (protoc-c makes the C of profile.proto at build time); libsqlite3-dev:
+# export --format sqlite.
 # libmicrohttpd-dev: the viewer's HTTP server; curl: its API tests;
 # libjemalloc2, libtcmalloc-minimal4: allocators with operators new and
 # delete of their own, which the recorder must see (test_exact_allocators).

@@ -273,6 +273,8 @@ struct mtl_stack_frame {
 struct mtl_stack_figure {
     uint32_t stack;
     uint32_t frame;                 /* its innermost frame, or MTL_NO_FRAME */
+    const char *site;               /* the function report counts it under
+                                       (its site), "(no stack)" for none */
     double alloc_calls, alloc_bytes;/* allocated */
     double inuse_calls, inuse_bytes;/* live at the moment asked (options) */
     /* With o->lifetimes (DHAT's figures): */

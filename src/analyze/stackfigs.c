@@ -276,8 +276,12 @@ int mtl_stack_figures(struct mtl_engine *e, const struct mtl_filter *f,
         if (!fb.v || !fb.memo)
             rc = MTL_ENOMEM;
     }
-    for (size_t i = 0; rc == 0 && i < out->n; i++)
-        rc = stack_frame(&fb, out->figures[i].stack, &out->figures[i].frame);
+    for (size_t i = 0; rc == 0 && i < out->n; i++) {
+        struct mtl_stack_figure *s = &out->figures[i];
+        rc = stack_frame(&fb, s->stack, &s->frame);
+        uint32_t site = rc == 0 ? mtl_view_site(fb.v, s->stack) : MTL_NO_LOCATION;
+        s->site = site == MTL_NO_LOCATION ? "(no stack)" : mtl_view_location(fb.v, site)->function;
+    }
     if (rc == 0) {
         out->trace = fb.d->info;
         out->modules = fb.d->modules;

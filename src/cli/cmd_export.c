@@ -12,8 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/scan.h"
 #include "cli/analysis.h"
 #include "cli/cli.h"
+#include "memtally/errors.h"
+#include "trace/defs.h"
 
 static const char usage[] =
     "usage: memtally export [options] TRACE --format FORMAT [-o OUT]\n"
@@ -32,6 +35,9 @@ static const char usage[] =
     "                             dhat: DHAT's JSON for valgrind's dh_view.html:\n"
     "                               bytes, blocks, lifetimes, at the peak and at\n"
     "                               the end, per call stack\n"
+    "                             sqlite: an SQLite database of every allocation,\n"
+    "                               its stack, frames, threads, modules and the\n"
+    "                               timeline, for SQL (needs -o)\n"
     "                             csv: the rows of report, one per function\n"
     "  --value bytes|calls|peak|leaked\n"
     "                             folded: what VALUE is (default bytes): bytes or\n"
@@ -42,8 +48,10 @@ static const char usage[] =
     "  -o, --output OUT           write to OUT (default, or -: standard output;\n"
     "                             pprof: not to a terminal)\n";
 
-enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_PPROF, FMT_DHAT, FMT_CSV };
-#define FORMATS "folded, speedscope, massif, pprof, dhat, csv"
+enum format { FMT_NONE, FMT_FOLDED, FMT_SPEEDSCOPE, FMT_MASSIF, FMT_PPROF, FMT_DHAT, FMT_SQLITE,
+              FMT_CSV };
+#define FORMATS "folded, speedscope, massif, pprof, dhat, sqlite, csv"
+#define SQLITE_TIMELINE_POINTS 1000
 
 #define MASSIF_POINTS 48       /* snapshots over the run, as massif keeps ~50 */
 #define MASSIF_DETAIL_EVERY 10 /* every tenth detailed, as massif's default */
@@ -83,6 +91,8 @@ static int parse_opt(void *ctx, int argc, char **argv, int *i)
             o->format = FMT_PPROF;
         else if (!strcmp(val, "dhat"))
             o->format = FMT_DHAT;
+        else if (!strcmp(val, "sqlite"))
+            o->format = FMT_SQLITE;
         else if (!strcmp(val, "csv"))
             o->format = FMT_CSV;
         else {
@@ -272,6 +282,60 @@ static int export_stacks(struct analysis *a, struct mtl_engine *e, const struct 
     return bad;
 }
 
+struct sqlite_export {
+    struct mtl_sqlite *w;
+    const struct mtl_defs *d;
+};
+
+static int sqlite_block(void *arg, const struct mtl_block *b)
+{
+    struct sqlite_export *x = arg;
+    return mtl_sqlite_block(x->w, b, b->tag ? mtl_defs_string(x->d, b->tag) : NULL) < 0
+               ? MTL_ESTOPPED : 0;
+}
+
+/* Every block that passes the filters, as it comes, then the stacks of
+ * those blocks, the threads, the modules and the timeline. */
+static int export_sqlite(struct analysis *a, struct mtl_engine *e, const char *out)
+{
+    char err[512];
+    struct sqlite_export x = { NULL, NULL };
+    if (mtl_sqlite_create(&x.w, out, err, sizeof err) < 0) {
+        cli_error("export: %s", err);
+        return 1;
+    }
+    struct mtl_stack_figures_options so = { 0 };
+    struct mtl_stack_figures s;
+    struct mtl_timeline tl = { 0 };
+    int bad = analysis_done(a, e, mtl_stack_figures(e, &a->filter, &so, &s));
+    if (!bad && (bad = analysis_done(a, e, mtl_timeline(e, &a->filter, SQLITE_TIMELINE_POINTS,
+                                                        &tl))))
+        mtl_stack_figures_release(&s);
+    if (bad) {
+        mtl_sqlite_abort(x.w);
+        return 1;
+    }
+    x.d = mtl_engine_defs(e);
+    struct mtl_scan_ops ops = { .block = sqlite_block };
+    struct mtl_scan_result res;
+    int rc = mtl_engine_scan(e, &a->filter, &ops, &x, &res);
+    if (rc == MTL_ESTOPPED) {
+        cli_error("export: %s", mtl_sqlite_error(x.w));
+        bad = 1;
+    } else {
+        bad = analysis_done(a, e, rc);
+    }
+    struct mtl_sqlite_tables t = { &s, &tl, x.d->threads, x.d->nthreads };
+    if (!bad && mtl_sqlite_finish(x.w, &t) < 0) {
+        cli_error("export: %s", mtl_sqlite_error(x.w));
+        bad = 1;
+    }
+    mtl_sqlite_abort(x.w);
+    mtl_timeline_release(&tl);
+    mtl_stack_figures_release(&s);
+    return bad;
+}
+
 /* b to OUT (or standard output); 0, or 1 after saying why. */
 static int write_output(struct analysis *a, const char *out, struct mtl_buf *b)
 {
@@ -316,6 +380,10 @@ int cmd_export(int argc, char **argv)
         cli_error("export: --at and --at-peak cannot go together");
         return 2;
     }
+    if (o.format == FMT_SQLITE && (!o.output || !strcmp(o.output, "-"))) {
+        cli_error("export: sqlite writes a database file: give -o FILE");
+        return 2;
+    }
     /* A binary format is not for a terminal. */
     if (o.format == FMT_PPROF && (!o.output || !strcmp(o.output, "-")) && isatty(1)) {
         cli_error("export: pprof is binary: give -o FILE, or redirect standard output");
@@ -328,6 +396,11 @@ int cmd_export(int argc, char **argv)
     struct mtl_engine *e = analysis_open(&a, a.path);
     if (!e)
         return 1;
+    if (o.format == FMT_SQLITE) {
+        int bad = export_sqlite(&a, e, o.output);
+        mtl_engine_close(e);
+        return bad;
+    }
     struct mtl_buf b = MTL_BUF_INIT;
     int bad = o.format == FMT_FOLDED       ? export_folded(&a, e, &o, &b)
               : o.format == FMT_SPEEDSCOPE ? export_speedscope(&a, e, &b)

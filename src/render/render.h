@@ -119,4 +119,24 @@ int mtl_render_pprof(struct mtl_buf *b, const struct mtl_stack_figures *s);
  * lifetimes.  0, or -1 when out of memory. */
 int mtl_render_dhat(struct mtl_buf *b, const struct mtl_stack_figures *s);
 
+/* sqlite.c: an SQLite database of the trace, written as the blocks come
+ * (mtl_sqlite_block, in any order), then the tables of stacks, frames,
+ * threads, modules and the timeline (mtl_sqlite_finish), and renamed into
+ * place.  Each returns 0, or -1 with mtl_sqlite_error's message;
+ * mtl_sqlite_abort releases the writer (after finish too) and removes
+ * what an unfinished one wrote. */
+struct mtl_sqlite;
+struct mtl_block;
+struct mtl_sqlite_tables {
+    const struct mtl_stack_figures *stacks; /* of the blocks given */
+    const struct mtl_timeline *timeline;    /* NULL: none */
+    const struct mtl_thread *threads;
+    uint32_t nthreads;
+};
+int mtl_sqlite_create(struct mtl_sqlite **out, const char *path, char *err, size_t cap);
+int mtl_sqlite_block(struct mtl_sqlite *w, const struct mtl_block *b, const char *type);
+int mtl_sqlite_finish(struct mtl_sqlite *w, const struct mtl_sqlite_tables *t);
+const char *mtl_sqlite_error(const struct mtl_sqlite *w);
+void mtl_sqlite_abort(struct mtl_sqlite *w);
+
 #endif

@@ -140,8 +140,46 @@ expect_eq "pprof: a sampled trace's bytes, unbiased" "$want" "$(pprof_flat sampl
 [ -t 1 ] || "$M" export funcs.mtly --format pprof | cmp -s - funcs.pb.gz ||
     fail "pprof to standard output differs from -o"
 
+# sqlite: the sqlite3 command line answers report's per-function totals
+# exactly, and what was never freed, on golden_funcs and on a shell loop
+# (a program none of us wrote, with unnamed frames).
+record loop.mtly sh -c 'i=0; while [ $i -lt 50 ]; do x=$(echo $i); i=$((i+1)); done' ||
+    fail "recording the shell loop failed"
+for t in funcs loop; do
+    rm -f $t.db
+    "$M" export $t.mtly --format sqlite -o $t.db || fail "export sqlite of $t failed"
+    want=$("$M" report --total --json $t.mtly |
+        jq -r '.total.rows[] | "\(.function)|\(.calls)|\(.bytes)"' | sort)
+    got=$(sqlite3 $t.db "SELECT s.site, SUM(a.count), SUM(a.size) FROM allocations a
+                         JOIN stacks s ON s.id = a.stack GROUP BY s.site" |
+        awk -F'|' '{ printf "%s|%.0f|%.0f\n", $1, $2, $3 }' | sort)
+    expect_eq "$t: sqlite's per-function totals are report's" "$want" "$got"
+    expect_eq "$t: the report view says the same" "$got" \
+        "$(sqlite3 $t.db "SELECT * FROM report" | awk -F'|' '{ printf "%s|%.0f|%.0f\n", $1, $2, $3 }' | sort)"
+    expect_eq "$t: never freed, as info has it" \
+        "$("$M" info --json $t.mtly | jq -r '"\(.live_blocks_at_end)|\(.live_bytes_at_end)"')" \
+        "$(sqlite3 $t.db "SELECT COUNT(*), SUM(size) FROM allocations WHERE free_us IS NULL")"
+    expect_eq "$t: every allocation's stack and thread is in their tables" 0 \
+        "$(sqlite3 $t.db "SELECT COUNT(*) FROM allocations a LEFT JOIN stacks s ON s.id = a.stack
+                          LEFT JOIN threads t ON t.id = a.thread WHERE s.id IS NULL OR t.id IS NULL")"
+done
+expect_eq "funcs: gamma's blocks through its frames" "3|3000" \
+    "$(sqlite3 funcs.db "WITH RECURSIVE up(stack, frame) AS (
+          SELECT id, frame FROM stacks UNION ALL
+          SELECT up.stack, f.parent FROM up JOIN frames f ON f.id = up.frame WHERE f.parent IS NOT NULL)
+        SELECT COUNT(*), SUM(a.size) FROM allocations a WHERE a.stack IN (
+          SELECT up.stack FROM up JOIN frame_functions ff ON ff.frame = up.frame WHERE ff.function = 'gamma')")"
+expect_eq "funcs: the timeline ends with what is live at the end" 1300 \
+    "$(sqlite3 funcs.db "SELECT CAST(live_bytes AS INTEGER) FROM timeline ORDER BY time_us DESC LIMIT 1")"
+expect_eq "funcs: the trace's facts" "full|$TEST_PROGRAMS/golden_funcs" \
+    "$(sqlite3 funcs.db "SELECT (SELECT value FROM trace WHERE key = 'mode') || '|' ||
+                                (SELECT value FROM trace WHERE key = 'program')")"
+"$M" export funcs.mtly --format sqlite -o /nonexistent/dir/x.db 2>err.txt && fail "sqlite to an unwritable path: exit 0"
+expect_eq "sqlite to an unwritable path: one line" 1 "$(grep -c . err.txt)"
+grep -q "cannot write /nonexistent/dir/x.db" err.txt || fail "sqlite: no reason: $(cat err.txt)"
+
 # Bad input: one line, a non-zero exit.
-for bad in "--format nope" "--format pprof --at-peak --at 1s" "--format folded --at-peak" "" "--format csv --value peak" "--format folded --value nope"; do
+for bad in "--format nope" "--format sqlite" "--format pprof --at-peak --at 1s" "--format folded --at-peak" "" "--format csv --value peak" "--format folded --value nope"; do
     # shellcheck disable=SC2086
     "$M" export basic.mtly $bad >/dev/null 2>err.txt
     rc=$?
@@ -162,4 +200,4 @@ head -c $((size * 2 / 3)) long.mtly >cut.mtly
 "$M" export cut.mtly --format folded >cut.folded 2>err.txt || fail "a cut trace: export failed"
 grep -q "truncated" err.txt || fail "a cut trace: not said: $(cat err.txt)"
 [ -s cut.folded ] || fail "a cut trace: nothing exported"
-echo "ok: export folded, speedscope, massif, pprof and csv"
+echo "ok: export folded, speedscope, massif, pprof, sqlite and csv"
