@@ -60,6 +60,13 @@ void mtl_report_release(struct mtl_report *r);
 
 struct mtl_peak_options {
     size_t top, stacks;
+    int by_thread;          /* also what each thread's blocks held then */
+};
+
+struct mtl_peak_thread {
+    uint32_t index, tid;    /* the trace's thread index, the kernel's id */
+    const char *name;       /* "" when unnamed */
+    double bytes, blocks;
 };
 
 struct mtl_peak {
@@ -68,6 +75,9 @@ struct mtl_peak {
     double peak_bytes;
     uint64_t peak_time_us;
     struct mtl_rows rows;   /* calls: blocks */
+    struct mtl_peak_thread *threads; /* with by_thread: those holding any,
+                                        most bytes first */
+    size_t nthreads;
 };
 
 int mtl_peak(struct mtl_engine *e, const struct mtl_filter *f,

@@ -10,11 +10,12 @@
 #include "analyze/curve.h"
 #include "analyze/internal.h"
 #include "memtally/errors.h"
+#include "trace/defs.h"
 
-int mtl__peak_stacks(struct mtl_engine *e, const struct mtl_filter *f,
+/* Per thread: agg->per_thread set by the caller. */
+static int peak_sums(struct mtl_engine *e, const struct mtl_filter *f,
                      struct mtl_stackagg *agg, double *peak, uint64_t *peak_us, int *found)
 {
-    *agg = (struct mtl_stackagg)MTL_STACKAGG_INIT(0);
     struct mtl_curve *c = calloc(1, sizeof *c);
     if (!c)
         return MTL_ENOMEM;
@@ -26,6 +27,58 @@ int mtl__peak_stacks(struct mtl_engine *e, const struct mtl_filter *f,
     *peak_us = c->peak_us;
     *found = c->found;
     free(c);
+    return rc;
+}
+
+int mtl__peak_stacks(struct mtl_engine *e, const struct mtl_filter *f,
+                     struct mtl_stackagg *agg, double *peak, uint64_t *peak_us, int *found)
+{
+    *agg = (struct mtl_stackagg)MTL_STACKAGG_INIT(0);
+    return peak_sums(e, f, agg, peak, peak_us, found);
+}
+
+static int more_bytes(const void *a, const void *b)
+{
+    const struct mtl_peak_thread *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The blocks live at the peak, summed per thread (one more pass for the
+ * curve: kept apart from the per-stack sums that most callers want). */
+static int peak_threads(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_peak *out)
+{
+    struct mtl_stackagg agg = MTL_STACKAGG_INIT(1);
+    double peak;
+    uint64_t us;
+    int found;
+    int rc = peak_sums(e, f, &agg, &peak, &us, &found);
+    const struct mtl_defs *d = mtl_engine_defs(e);
+    uint32_t nthreads = d->nthreads;
+    struct mtl_peak_thread *t = rc == 0 ? calloc(nthreads ? nthreads : 1, sizeof *t) : NULL;
+    if (rc == 0 && !t)
+        rc = MTL_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < agg.n; i++) {
+        uint32_t th = agg.e[i].thread;
+        if (th < nthreads) {
+            t[th].bytes += agg.e[i].bytes;
+            t[th].blocks += agg.e[i].calls;
+        }
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; rc == 0 && i < nthreads; i++)
+        if (t[i].blocks > 0) {
+            t[n] = t[i];
+            t[n].index = i;
+            t[n].tid = d->threads[i].tid;
+            t[n++].name = d->threads[i].name ? d->threads[i].name : "";
+        }
+    if (rc == 0)
+        qsort(t, n, sizeof *t, more_bytes);
+    out->threads = t;
+    out->nthreads = n;
+    mtl_stackagg_release(&agg);
     return rc;
 }
 
@@ -48,6 +101,8 @@ int mtl_peak(struct mtl_engine *e, const struct mtl_filter *f,
         if (o && o->stacks)
             rc = mtl_rows_paths(&out->rows, &agg, v, 0, MTL_ALL_THREADS, o->stacks, 0);
     }
+    if (rc == 0 && o && o->by_thread)
+        rc = peak_threads(e, f, out);
     mtl_stackagg_release(&agg);
     if (rc < 0)
         mtl_peak_release(out);
@@ -57,4 +112,6 @@ int mtl_peak(struct mtl_engine *e, const struct mtl_filter *f,
 void mtl_peak_release(struct mtl_peak *p)
 {
     mtl_rows_release(&p->rows);
+    free(p->threads);
+    p->threads = NULL;
 }

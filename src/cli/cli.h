@@ -30,6 +30,7 @@ int cmd_timeline(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_histogram(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 

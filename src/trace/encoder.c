@@ -161,22 +161,35 @@ static void hdr_str(struct mtl_encoder *e, unsigned key, const char *str, size_t
     put_str(e, MTL_S_MAIN, str, n);
 }
 
+/* The HEADER record: the program and its command line (lengths given:
+ * not NUL-terminated in the region), the rest from in (a sample rate of
+ * 0 is full mode). */
+static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, const char *cmd,
+                         size_t clen, const struct mtl_trace_info *in)
+{
+    reserve(e, elen + clen + 128);
+    put_byte(e, MTL_S_MAIN, MTL_REC_HEADER);
+    put_var(e, MTL_S_MAIN, 8);
+    hdr_str(e, HK_PROGRAM, exe, elen);
+    hdr_str(e, HK_CMDLINE, cmd, clen);
+    hdr_int(e, HK_PID, in->pid);
+    hdr_int(e, HK_PPID, in->ppid);
+    hdr_int(e, HK_START_UNIX_US, in->start_unix_us);
+    hdr_int(e, HK_MODE, in->sample_rate ? 1 : 0);
+    hdr_int(e, HK_SAMPLE_RATE, in->sample_rate);
+    hdr_int(e, HK_MAX_DEPTH, in->max_depth);
+}
+
 static void write_header_record(struct mtl_encoder *e)
 {
     const struct mtl_region_info *in = &e->r->info;
     size_t elen = strnlen(in->exe, sizeof in->exe);
     size_t clen = in->cmdline_len < sizeof in->cmdline ? in->cmdline_len : sizeof in->cmdline;
-    reserve(e, sizeof in->exe + sizeof in->cmdline + 128);
-    put_byte(e, MTL_S_MAIN, MTL_REC_HEADER);
-    put_var(e, MTL_S_MAIN, 8);
-    hdr_str(e, HK_PROGRAM, in->exe, elen);
-    hdr_str(e, HK_CMDLINE, in->cmdline, clen);
-    hdr_int(e, HK_PID, (uint64_t)in->pid);
-    hdr_int(e, HK_PPID, (uint64_t)in->ppid);
-    hdr_int(e, HK_START_UNIX_US, in->start_unix_us);
-    hdr_int(e, HK_MODE, in->sample_rate ? 1 : 0);
-    hdr_int(e, HK_SAMPLE_RATE, in->sample_rate);
-    hdr_int(e, HK_MAX_DEPTH, in->depth);
+    struct mtl_trace_info info = {
+        .pid = (uint32_t)in->pid, .ppid = (uint32_t)in->ppid,
+        .start_unix_us = in->start_unix_us, .sample_rate = in->sample_rate,
+        .max_depth = in->depth };
+    write_header(e, in->exe, elen, in->cmdline, clen, &info);
 }
 
 int mtl_encoder_setup(struct mtl_encoder *e)
@@ -199,6 +212,17 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, 3);
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
     return 0;
+}
+
+static int write_file_header(struct mtl_encoder *e)
+{
+    uint8_t hdr[MTL_FILE_HEADER_SIZE] = {0};
+    memcpy(hdr, MTL_FILE_MAGIC, 8);
+    mtl__put_u32le(hdr + 8, MTL_FORMAT_VERSION);
+    int rc = e->sink(e->sink_ctx, hdr, sizeof hdr);
+    if (rc < 0)
+        fail(e, -rc);
+    return rc;
 }
 
 int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
@@ -235,14 +259,9 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     mtl_spin_unlock(&r->mod_lock);
     e->block_started_ns = mtl_encoder_now(e);
 
-    uint8_t hdr[MTL_FILE_HEADER_SIZE] = {0};
-    memcpy(hdr, MTL_FILE_MAGIC, 8);
-    mtl__put_u32le(hdr + 8, MTL_FORMAT_VERSION);
-    int rc = sink(ctx, hdr, sizeof hdr);
-    if (rc < 0) {
-        fail(e, -rc);
+    int rc = write_file_header(e);
+    if (rc < 0)
         return rc;
-    }
     write_header_record(e);
     mtl_encoder_flush(e);
     mtl_encoder_publish_counts(e); /* a status now says 0, not the last trace's */
@@ -797,4 +816,139 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
     e->failed = failed; /* the copy's error is not the trace's */
     e->err = err;
     return rc;
+}
+
+/* --- records from values (memtally merge) ----------------------------------- */
+
+int mtl_encoder_begin_values(struct mtl_encoder *e, const struct mtl_trace_info *info,
+                             mtl_sink_fn sink, void *ctx)
+{
+    e->r = NULL;
+    e->sink = sink;
+    e->sink_ctx = ctx;
+    memset(e->used, 0, sizeof e->used);
+    e->total = 0;
+    e->block_seq = 0;
+    memset(e->seen, 0, sizeof e->seen);
+    e->ptr_seq = 0;
+    e->last_us = e->last_ptr = 0;
+    e->cur_thread = UINT32_MAX;
+    e->allocations = e->frees = e->bytes = 0;
+    e->failed = e->err = e->ended = 0;
+    int rc = write_file_header(e);
+    if (rc < 0)
+        return rc;
+    const char *exe = info->program ? info->program : "";
+    const char *cmd = info->command_line ? info->command_line : "";
+    write_header(e, exe, strlen(exe), cmd, strlen(cmd), info);
+    return e->failed ? -e->err : 0;
+}
+
+void mtl_encoder_put_module(struct mtl_encoder *e, uint32_t index, const struct mtl_module *m)
+{
+    size_t plen = strlen(m->path);
+    reserve(e, 8 * MTL_VARINT_MAX + plen + m->build_id_size + m->nsegments * 3 * MTL_VARINT_MAX);
+    put_byte(e, MTL_S_MAIN, MTL_REC_MODULE_LOAD);
+    put_var(e, MTL_S_MAIN, index);
+    put_var(e, MTL_S_MAIN, m->load_us);
+    put_var(e, MTL_S_MAIN, m->base);
+    put_str(e, MTL_S_MAIN, m->path, plen);
+    put_str(e, MTL_S_MAIN, (const char *)m->build_id, m->build_id_size);
+    put_var(e, MTL_S_MAIN, m->nsegments);
+    for (size_t i = 0; i < m->nsegments; i++) {
+        put_var(e, MTL_S_MAIN, m->segments[i].vaddr);
+        put_var(e, MTL_S_MAIN, m->segments[i].memsz);
+        put_var(e, MTL_S_MAIN, m->segments[i].flags);
+    }
+}
+
+void mtl_encoder_put_node(struct mtl_encoder *e, uint32_t id, uint32_t parent, int custom,
+                          uint64_t addr, uint64_t parent_addr)
+{
+    reserve(e, 5 * MTL_VARINT_MAX);
+    put_byte(e, MTL_S_MAIN, MTL_REC_STACK_NODES);
+    put_var(e, MTL_S_MAIN, id);
+    put_var(e, MTL_S_MAIN, 1);
+    put_var(e, MTL_S_MAIN, id - parent);
+    put_var(e, MTL_S_MAIN, custom ? addr << 1 | 1
+                                  : mtl__zigzag((int64_t)(addr - parent_addr)) << 1);
+}
+
+void mtl_encoder_put_string(struct mtl_encoder *e, uint32_t id, const char *text)
+{
+    size_t n = strlen(text);
+    reserve(e, n + 3 * MTL_VARINT_MAX);
+    put_byte(e, MTL_S_MAIN, MTL_REC_STRING);
+    put_var(e, MTL_S_MAIN, id);
+    put_str(e, MTL_S_MAIN, text, n);
+}
+
+void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,
+                           const char *name)
+{
+    uint64_t t = ev->time_us * 1000; /* put_dt takes the encoder's nanoseconds */
+    size_t nlen = name ? strlen(name) : 0;
+    reserve(e, 64 + nlen);
+    if ((ev->type == MTL_EV_ALLOC || ev->type == MTL_EV_FREE) && ev->thread != e->cur_thread) {
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_SWITCH);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        e->cur_thread = ev->thread;
+    }
+    switch (ev->type) {
+    case MTL_EV_ALLOC:
+        e->allocations++;
+        e->bytes += ev->size;
+        put_byte(e, MTL_S_MAIN, ev->tag ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
+        put_dt(e, t);
+        put_var(e, MTL_S_SIZE, ev->size);
+        put_var(e, MTL_S_STACK, ev->stack);
+        put_ptr(e, ev->ptr);
+        if (ev->tag) {
+            put_var(e, MTL_S_MAIN, 1);
+            put_var(e, MTL_S_MAIN, ev->tag);
+        }
+        break;
+    case MTL_EV_FREE:
+        e->frees++;
+        put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
+        put_dt(e, t);
+        put_ptr(e, ev->ptr);
+        break;
+    case MTL_EV_THREAD_START:
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_START);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        put_var(e, MTL_S_MAIN, tid);
+        break;
+    case MTL_EV_THREAD_NAME:
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_NAME);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        put_str(e, MTL_S_MAIN, name ? name : "", nlen);
+        break;
+    case MTL_EV_THREAD_EXIT:
+        put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_EXIT);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->thread);
+        break;
+    case MTL_EV_RSS:
+        put_byte(e, MTL_S_MAIN, MTL_REC_RSS);
+        put_dt(e, t);
+        put_var(e, MTL_S_MAIN, ev->size);
+        break;
+    default:
+        break;
+    }
+}
+
+void mtl_encoder_end_values(struct mtl_encoder *e, uint64_t time_us, unsigned reason,
+                            int detail)
+{
+    reserve(e, 32);
+    put_byte(e, MTL_S_MAIN, MTL_REC_END);
+    put_dt(e, time_us * 1000);
+    put_var(e, MTL_S_MAIN, reason);
+    put_var(e, MTL_S_MAIN, (uint64_t)detail);
+    mtl_encoder_flush(e);
+    e->ended = 1;
 }

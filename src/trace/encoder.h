@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include "common/region.h"
+#include "memtally/trace.h"
 #include "trace/format.h"
 
 #define MTL_ENC_WINDOW_INDEX (1u << 10) /* hash slots that find a pointer in the window */
@@ -120,5 +121,33 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out);
 
 /* Publishes the counts into the region, for status lines. */
 void mtl_encoder_publish_counts(struct mtl_encoder *e);
+
+/* ---- records from values, without a region (memtally merge) -------------
+ * After mtl_encoder_setup: a trace written record by record, its times in
+ * microseconds, every record in time order (dt never negative) and every
+ * definition before what refers to it, as docs/FORMAT.md says.  Errors of
+ * the sink are kept in e->failed and e->err, as for rounds. */
+
+/* The file header and the HEADER record of info (a sample rate of 0: full
+ * mode).  0, or a negative errno. */
+int mtl_encoder_begin_values(struct mtl_encoder *e, const struct mtl_trace_info *info,
+                             mtl_sink_fn sink, void *ctx);
+/* MODULE_LOAD of m as module index (its time m->load_us). */
+void mtl_encoder_put_module(struct mtl_encoder *e, uint32_t index, const struct mtl_module *m);
+/* A STACK_NODES record of node id (the next one) below parent: a native
+ * frame at addr (parent_addr: the parent's address, 0 for the root or a
+ * custom parent), or with custom set a custom frame named by string id. */
+void mtl_encoder_put_node(struct mtl_encoder *e, uint32_t id, uint32_t parent, int custom,
+                          uint64_t addr, uint64_t parent_addr);
+/* STRING id (the next one). */
+void mtl_encoder_put_string(struct mtl_encoder *e, uint32_t id, const char *text);
+/* An event of the reader's kinds: ALLOC (ALLOC_EX with tag), FREE,
+ * THREAD_START (tid), THREAD_NAME (name), THREAD_EXIT, RSS; others are
+ * not events of a trace's stream and are left out. */
+void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,
+                           const char *name);
+/* END at time_us, and the last block. */
+void mtl_encoder_end_values(struct mtl_encoder *e, uint64_t time_us, unsigned reason,
+                            int detail);
 
 #endif
