@@ -107,7 +107,8 @@ static int node_frame(struct frame_builder *fb, uint32_t node, uint32_t parent, 
         const struct mtl_location *w = mtl_view_location(fb->v, i);
         if (w->hidden)
             continue;
-        if (mtl_grow_zeroed((void **)&o->locs, &fb->locs_cap, o->nlocs + 1, sizeof *o->locs, 256) < 0)
+        if (mtl_grow_zeroed((void **)&o->locs, &fb->locs_cap, o->nlocs + 1, sizeof *o->locs,
+                            256) < 0)
             return MTL_ENOMEM;
         o->locs[o->nlocs++] = *w;
     }
@@ -115,7 +116,8 @@ static int node_frame(struct frame_builder *fb, uint32_t node, uint32_t parent, 
         *out = parent;
         return 0;
     }
-    if (mtl_grow_zeroed((void **)&o->frames, &fb->frames_cap, o->nframes + 1, sizeof *o->frames, 256) < 0)
+    if (mtl_grow_zeroed((void **)&o->frames, &fb->frames_cap, o->nframes + 1,
+                        sizeof *o->frames, 256) < 0)
         return MTL_ENOMEM;
     struct mtl_frame fr = mtl_defs_frame(fb->d, node);
     o->frames[o->nframes] = (struct mtl_stack_frame){
@@ -220,7 +222,7 @@ int mtl_stack_figures(struct mtl_engine *e, const struct mtl_filter *f,
         rc = mtl__peak_stacks(e, f, &at_peak, &out->peak_bytes, &peak_us, &found);
         out->peak_us = peak_us;
         struct mtl_scan_ops ops = { .event = life_event, .block = life_block, .raw = 1 };
-        struct mtl_scan_result res;
+        struct mtl_scan_result res = { 0 };
         if (rc == 0)
             rc = mtl_engine_scan(e, f, &ops, &lp, &res);
         if (rc == 0 && lp.failed)

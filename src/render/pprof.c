@@ -79,7 +79,8 @@ static uint64_t function_id(struct pprof *pp, const struct mtl_location *w)
                        str_index(pp, w->file) };
     uint32_t id;
     int rc = mtl_intern_add(&pp->functions, key, sizeof key, &id);
-    if (rc < 0 || (rc == 1 && mtl_grow_zeroed((void **)&pp->fn, &pp->fn_cap, id + 1, sizeof *pp->fn, 256) < 0)) {
+    if (rc < 0 || (rc == 1 && mtl_grow_zeroed((void **)&pp->fn, &pp->fn_cap, id + 1,
+                                              sizeof *pp->fn, 256) < 0)) {
         pp->failed = 1;
         return 1;
     }

@@ -57,7 +57,8 @@ struct mtl_sqlite {
 
 static int fail_db(struct mtl_sqlite *w, const char *what)
 {
-    snprintf(w->err, sizeof w->err, "%s: %s", what, w->db ? sqlite3_errmsg(w->db) : "out of memory");
+    snprintf(w->err, sizeof w->err, "%s: %s", what,
+             w->db ? sqlite3_errmsg(w->db) : "out of memory");
     return -1;
 }
 
@@ -92,8 +93,8 @@ int mtl_sqlite_create(struct mtl_sqlite **out, const char *path, char *err, size
     snprintf(w->tmp, n, "%s.%d.tmp", path, (int)getpid());
     unlink(w->tmp);
     /* One thread uses the connection: no mutexes around every call. */
-    int rc = sqlite3_open_v2(w->tmp, &w->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(w->tmp, &w->db, flags, NULL);
     if (rc != SQLITE_OK || sqlite3_exec(w->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(w->db, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?)", -1,
                            &w->alloc, NULL) != SQLITE_OK) {
