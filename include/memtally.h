@@ -68,6 +68,29 @@ int mtl_trace_if_requested(void);
 /* 1 when recording, 0 when not (stopped or paused). */
 int mtl_recording(void);
 
+/* --- types and custom allocators ------------------------------------------ */
+
+/* The tag of a type name, registered once (the same name gives the same
+ * tag; thread-safe; callable before recording starts).  0 for an empty
+ * name, when more than 4096 names are registered, or when memtally is
+ * disabled.  `memtally report --by type` counts blocks by it. */
+uint32_t mtl_type(const char *name);
+
+/* A block handed out by the program's own allocator (a pool, an arena, a
+ * garbage collector): recorded with the caller's stack, thread and time,
+ * tagged with tag (0: none), and counted in every analysis like malloc's
+ * blocks.  Cheap no-ops when not recording. */
+void mtl_alloc(void *p, size_t size, uint32_t tag);
+/* The block at p goes back to that allocator. */
+void mtl_free(void *p);
+/* old became p of size bytes (old NULL: an allocation; size 0 and p NULL:
+ * a free), keeping no tag. */
+void mtl_realloc(void *old, void *p, size_t size);
+
+/* heaptrack's API (heaptrack_api.h) is answered too: a program that calls
+ * heaptrack_report_alloc, _realloc and _free reports to memtally
+ * unchanged. */
+
 /* --- profiling one call ------------------------------------------------ */
 
 struct mtl_profile_options {

@@ -18,7 +18,7 @@ static size_t round_up(size_t n)
 
 /* Offsets of the parts, header first. */
 struct layout {
-    size_t chunks, states, parent, addr, modules, arena, end;
+    size_t chunks, states, parent, addr, modules, arena, types, end;
 };
 
 static struct layout layout(void)
@@ -30,7 +30,9 @@ static struct layout layout(void)
     l.addr = l.parent + round_up((size_t)MTL_MAX_NODES * sizeof(uint32_t));
     l.modules = l.addr + round_up((size_t)MTL_MAX_NODES * sizeof(uint64_t));
     l.arena = l.modules + round_up((size_t)MTL_MAX_MODULES * sizeof(struct mtl_region_module));
-    l.end = l.arena + round_up(MTL_PATH_ARENA);
+    l.types = l.arena + round_up(MTL_PATH_ARENA);
+    l.end = l.types + round_up(MTL_MAX_TYPES * sizeof(struct mtl_region_type) +
+                               MTL_TYPE_SLOTS * sizeof(uint32_t) + MTL_TYPE_ARENA);
     return l;
 }
 
@@ -50,6 +52,7 @@ struct mtl_region *mtl_region_init(void *base)
     r->addr_off = l.addr;
     r->modules_off = l.modules;
     r->arena_off = l.arena;
+    r->types_off = l.types;
     atomic_store(&r->end_reason, -1);
     atomic_store(&r->nnodes, 1); /* node 0: the root, no frame */
     atomic_store_explicit((_Atomic uint64_t *)&r->magic, MTL_REGION_MAGIC, memory_order_release);
@@ -80,6 +83,75 @@ void mtl_region_copy_definitions(struct mtl_region *dst, const struct mtl_region
     atomic_store(&dst->nmodules, m);
     memcpy(mtl_region_arena(dst), mtl_region_arena(src), src->arena_used);
     dst->arena_used = src->arena_used;
+    /* The types: table, slots and names lie together. */
+    memcpy((char *)dst + dst->types_off, (const char *)src + src->types_off,
+           MTL_MAX_TYPES * sizeof(struct mtl_region_type) + MTL_TYPE_SLOTS * sizeof(uint32_t) +
+               src->type_arena_used);
+    dst->type_arena_used = src->type_arena_used;
+    atomic_store(&dst->ntypes, atomic_load(&src->ntypes));
+}
+
+/* --- type names ------------------------------------------------------------ */
+
+static struct mtl_region_type *type_table(const struct mtl_region *r)
+{
+    return (struct mtl_region_type *)((char *)r + r->types_off);
+}
+
+static uint32_t *type_slots(const struct mtl_region *r)
+{
+    return (uint32_t *)(type_table(r) + MTL_MAX_TYPES);
+}
+
+static char *type_arena(const struct mtl_region *r)
+{
+    return (char *)(type_slots(r) + MTL_TYPE_SLOTS);
+}
+
+const char *mtl_region_type_name(const struct mtl_region *r, uint32_t tag, size_t *len)
+{
+    const struct mtl_region_type *t = &type_table(r)[tag - 1];
+    *len = t->len;
+    return type_arena(r) + t->off;
+}
+
+uint32_t mtl_region_type(struct mtl_region *r, const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0)
+        return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
+    uint32_t *slots = type_slots(r), tag = 0;
+    mtl_spin_lock(&r->type_lock);
+    for (size_t k = h & (MTL_TYPE_SLOTS - 1);; k = (k + 1) & (MTL_TYPE_SLOTS - 1)) {
+        uint32_t t = slots[k];
+        if (t) {
+            size_t n;
+            const char *s = mtl_region_type_name(r, t, &n);
+            if (n == len && !memcmp(s, name, len)) {
+                tag = t;
+                break;
+            }
+            continue;
+        }
+        /* New: room in the table and the arena (slots are twice the
+         * table, so an empty one is always found). */
+        uint32_t nt = atomic_load(&r->ntypes);
+        if (nt >= MTL_MAX_TYPES || r->type_arena_used + len > MTL_TYPE_ARENA)
+            break;
+        memcpy(type_arena(r) + r->type_arena_used, name, len);
+        type_table(r)[nt] = (struct mtl_region_type){ r->type_arena_used, (uint32_t)len };
+        r->type_arena_used += (uint32_t)len;
+        tag = nt + 1;
+        slots[k] = tag;
+        /* The writer reads ntypes without the lock: the entry first. */
+        atomic_store_explicit(&r->ntypes, tag, memory_order_release);
+        break;
+    }
+    mtl_spin_unlock(&r->type_lock);
+    return tag;
 }
 
 /* --- locks --------------------------------------------------------------- */

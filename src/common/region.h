@@ -34,6 +34,9 @@
 #define MTL_MODULE_SEGMENTS 8
 #define MTL_MODULE_BUILD_ID 64
 #define MTL_PATH_ARENA (4u << 20)
+#define MTL_MAX_TYPES 4096      /* type names (mtl_type): tags 1 .. 4096 */
+#define MTL_TYPE_ARENA (256u << 10)
+#define MTL_TYPE_SLOTS (2 * MTL_MAX_TYPES)
 
 /* Event types in chunks (not the file's record types). */
 enum mtl_cev_type {
@@ -43,6 +46,12 @@ enum mtl_cev_type {
     MTL_CEV_THREAD_NAME,    /* a, b: the name, 16 bytes, NUL padded */
     MTL_CEV_THREAD_EXIT,
 };
+
+/* An ALLOC's b: the size in the low 48 bits, its type tag (0: none) in
+ * the 16 above. */
+#define MTL_CEV_SIZE_BITS 48
+#define MTL_CEV_SIZE(b) ((b) & ((1ull << MTL_CEV_SIZE_BITS) - 1))
+#define MTL_CEV_TAG(b) ((uint32_t)((b) >> MTL_CEV_SIZE_BITS))
 
 /* One event in a chunk: 32 bytes.  The time's top 8 bits hold the type so
  * that the struct stays at 32 bytes; 56 bits of nanoseconds last 2 years. */
@@ -82,6 +91,12 @@ struct mtl_tstate {
 
 _Static_assert(sizeof(struct mtl_tstate) == 64, "a thread state is one cache line");
 
+/* A type name: tag = its index + 1, which is also its STRING id in the
+ * trace (the writer defines them in order). */
+struct mtl_region_type {
+    uint32_t off, len;      /* in the type arena */
+};
+
 struct mtl_region_module {
     uint64_t base;
     uint32_t path_off, path_len;        /* in the path arena */
@@ -108,7 +123,7 @@ struct mtl_region_info {
 struct mtl_region {
     uint64_t magic;
     uint64_t size;
-    uint64_t chunks_off, states_off, parent_off, addr_off, modules_off, arena_off;
+    uint64_t chunks_off, states_off, parent_off, addr_off, modules_off, arena_off, types_off;
 
     /* The trace's clock: CLOCK_MONOTONIC ns at its start. */
     _Atomic uint64_t start_ns;
@@ -132,6 +147,12 @@ struct mtl_region {
     _Atomic uint32_t nmodules;
     uint32_t arena_used;
     uint32_t mod_emit_next;     /* the writer's: first module with work */
+
+    /* The type names (type_lock): the table, a hash of its slots, the
+     * arena of names, at types_off. */
+    atomic_int type_lock;
+    _Atomic uint32_t ntypes;
+    uint32_t type_arena_used;
 
     /* Program -> writer. */
     _Atomic uint32_t attached;  /* the program took the region */
@@ -184,6 +205,13 @@ void mtl_region_unmap(struct mtl_region *r);
 /* Copies the definitions (stack nodes, modules, paths) of src into the
  * fresh region dst: a process that goes on in a region of its own. */
 void mtl_region_copy_definitions(struct mtl_region *dst, const struct mtl_region *src);
+
+/* The tag of a type name (1 ..), made if new; 0 for an empty name or a
+ * full table.  Takes type_lock: not for a malloc hook. */
+uint32_t mtl_region_type(struct mtl_region *r, const char *name);
+
+/* The name of tag (1 .. ntypes) and its length. */
+const char *mtl_region_type_name(const struct mtl_region *r, uint32_t tag, size_t *len);
 
 static inline struct mtl_chunk *mtl_region_chunk(const struct mtl_region *r, uint32_t id)
 {

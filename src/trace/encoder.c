@@ -249,6 +249,7 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     e->failed = e->err = e->ended = e->owner_dead = 0;
     /* Every definition again: a new trace knows nothing of the last. */
     e->nodes_emitted = 1;
+    e->types_emitted = 0;
     mtl_spin_lock(&r->mod_lock);
     uint32_t nm = atomic_load(&r->nmodules);
     for (uint32_t i = 0; i < nm; i++) {
@@ -315,15 +316,22 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
     if (e->observe && (type == MTL_CEV_ALLOC || type == MTL_CEV_FREE))
         e->observe(e->observe_ctx, ev);
     switch (type) {
-    case MTL_CEV_ALLOC:
+    case MTL_CEV_ALLOC: {
+        uint64_t size = MTL_CEV_SIZE(ev->b);
+        uint32_t tag = MTL_CEV_TAG(ev->b);
         e->allocations++;
-        e->bytes += ev->b;
-        put_byte(e, MTL_S_MAIN, MTL_REC_ALLOC);
+        e->bytes += size;
+        put_byte(e, MTL_S_MAIN, tag ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
         put_dt(e, t);
-        put_var(e, MTL_S_SIZE, ev->b);
+        put_var(e, MTL_S_SIZE, size);
         put_var(e, MTL_S_STACK, ev->stack);
         put_ptr(e, ev->a);
+        if (tag) {
+            put_var(e, MTL_S_MAIN, 1); /* flags: a type tag follows */
+            put_var(e, MTL_S_MAIN, tag);
+        }
         break;
+    }
     case MTL_CEV_FREE:
         e->frees++;
         put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
@@ -601,8 +609,30 @@ static int emit_nodes(struct mtl_encoder *e)
  * a library loaded, used and closed within one round (a dlopen loop) has
  * its nodes defined while it is loaded.  Only unloads from before the
  * nodes were taken: a node made before a later unload is in them. */
+static void put_string_record(struct mtl_encoder *e, uint32_t id, const char *text, size_t n)
+{
+    reserve(e, n + 3 * MTL_VARINT_MAX);
+    put_byte(e, MTL_S_MAIN, MTL_REC_STRING);
+    put_var(e, MTL_S_MAIN, id);
+    put_str(e, MTL_S_MAIN, text, n);
+}
+
+/* The type names registered since the last call, as STRING records: tag
+ * k is string k (mtl_region_type).  Before the events of the round, which
+ * only use tags registered before them. */
+static void write_types(struct mtl_encoder *e)
+{
+    uint32_t n = atomic_load_explicit(&e->r->ntypes, memory_order_acquire);
+    for (; e->types_emitted < n && !e->failed; e->types_emitted++) {
+        size_t len;
+        const char *name = mtl_region_type_name(e->r, e->types_emitted + 1, &len);
+        put_string_record(e, e->types_emitted + 1, name, len);
+    }
+}
+
 static void write_definitions(struct mtl_encoder *e)
 {
+    write_types(e);
     write_modules(e, 0);
     uint64_t nodes_taken = mtl_encoder_now(e);
     int more;
@@ -876,11 +906,7 @@ void mtl_encoder_put_node(struct mtl_encoder *e, uint32_t id, uint32_t parent, i
 
 void mtl_encoder_put_string(struct mtl_encoder *e, uint32_t id, const char *text)
 {
-    size_t n = strlen(text);
-    reserve(e, n + 3 * MTL_VARINT_MAX);
-    put_byte(e, MTL_S_MAIN, MTL_REC_STRING);
-    put_var(e, MTL_S_MAIN, id);
-    put_str(e, MTL_S_MAIN, text, n);
+    put_string_record(e, id, text, strlen(text));
 }
 
 void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,

@@ -1,0 +1,107 @@
+/*
+ * custom.c: blocks of the program's own allocators (pools, arenas, a
+ * garbage collector), reported through the API (include/memtally.h:
+ * mtl_type, mtl_alloc, mtl_free, mtl_realloc) or through heaptrack's
+ * (heaptrack_api.h binds the weak symbols heaptrack_malloc, _realloc and
+ * _free, which this library defines): recorded as malloc's blocks are,
+ * with the caller's stack, thread and time, and a type tag.
+ *
+ * Each call is a no-op unless recording, and passes straight through when
+ * it comes from inside memtally (a hook, the writer).
+ */
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "memtally.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+EXPORT uint32_t mtl_type(const char *name)
+{
+    if (!name || !mtl__pl.ready || !mtl__pl.region)
+        return 0;
+    return mtl_region_type(mtl__pl.region, name);
+}
+
+/* Whether to record now: ready, recording, and not from inside memtally. */
+ALWAYS_INLINE int wanted(struct mtl__tls *tls)
+{
+    return mtl__pl.ready && !tls->in_hook &&
+           atomic_load_explicit(mtl__pl.state, memory_order_relaxed) == MTL_RECORDING;
+}
+
+/* Inlined into each entry point, so that the stack starts at its caller
+ * as a hook's does. */
+ALWAYS_INLINE void note_alloc(void *p, size_t size, uint32_t tag)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    if (!p || !wanted(tls))
+        return;
+    if (mtl__pl.opt.sample_rate && !mtl__sample_hit(tls, size))
+        return;
+    int saved = errno;
+    tls->in_hook = 1;
+    if (!mtl__pl.opt.sample_rate || mtl__sampled_add((uint64_t)(uintptr_t)p) == 0) {
+        if (mtl__thread_state()) {
+            uint64_t max = (1ull << MTL_CEV_SIZE_BITS) - 1;
+            uint64_t b = (size < max ? size : max) |
+                         (uint64_t)(tag <= 0xffff ? tag : 0) << MTL_CEV_SIZE_BITS;
+            mtl__record_alloc((uint64_t)(uintptr_t)p, b, mtl__capture_stack(tls->slot, 0));
+        }
+    }
+    tls->in_hook = 0;
+    errno = saved;
+}
+
+ALWAYS_INLINE void note_free(void *p)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    if (!p || !wanted(tls))
+        return;
+    if (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p))
+        return;
+    int saved = errno;
+    tls->in_hook = 1;
+    if (!mtl__pl.opt.sample_rate || mtl__sampled_take((uint64_t)(uintptr_t)p))
+        mtl__record_free((uint64_t)(uintptr_t)p);
+    tls->in_hook = 0;
+    errno = saved;
+}
+
+EXPORT void mtl_alloc(void *p, size_t size, uint32_t tag)
+{
+    note_alloc(p, size, tag);
+}
+
+EXPORT void mtl_free(void *p)
+{
+    note_free(p);
+}
+
+EXPORT void mtl_realloc(void *old, void *p, size_t size)
+{
+    note_free(old);
+    if (size)
+        note_alloc(p, size, 0);
+}
+
+/* heaptrack's API, for programs instrumented with heaptrack_api.h. */
+EXPORT void heaptrack_malloc(void *ptr, size_t size)
+{
+    note_alloc(ptr, size, 0);
+}
+
+EXPORT void heaptrack_free(void *ptr)
+{
+    note_free(ptr);
+}
+
+EXPORT void heaptrack_realloc(void *ptr_in, size_t size, void *ptr_out)
+{
+    note_free(ptr_in);
+    if (size)
+        note_alloc(ptr_out, size, 0);
+}

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Types and custom allocators through the API: tests/api/pool_types.c (a
+# pool reporting typed objects with mtl_type and mtl_alloc, linked with
+# -lmemtally) and tests/api/heaptrack_compat.c (heaptrack_api.h's reports,
+# not linked with memtally), against the truth at the top of each file.
+# Both write "...ok" to standard output, whose buffer (4096 bytes, never
+# freed) is the one allocation of theirs outside the truth: filtered out.
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+M=$MEMTALLY_BIN
+R=$MEMTALLY_ROOT
+cc -O0 -g -I"$R/include" -o pool_types "$R/tests/api/pool_types.c" -L"$R/build" -lmemtally \
+    -Wl,-rpath,"$R/build" || fail "cannot build pool_types"
+cc -O0 -g -o heaptrack_compat "$R/tests/api/heaptrack_compat.c" || fail "cannot build heaptrack_compat"
+
+# Without memtally: the API does nothing and the programs run as they do.
+expect_eq "pool_types alone" "pool ok" "$(./pool_types)"
+expect_eq "heaptrack_compat alone" "heaptrack api ok" "$(./heaptrack_compat)"
+
+record pool.mtly ./pool_types >out.txt || fail "recording pool_types failed"
+expect_eq "pool_types under memtally: its output" "pool ok" "$(cat out.txt)"
+expect_eq "report --by type: exact counts and bytes" \
+    "$(printf '%s\n' 'Edge 40 960' 'Node 100 4800' '(untagged) 2 66536' | sort)" \
+    "$("$M" report --total --by type --json --not-inside _IO_file_doallocate pool.mtly |
+       jq -r '.total.rows[] | "\(.type) \(.calls) \(.bytes)"' | sort)"
+expect_eq "report by function: the pool's sites" "$(printf '%s\n' 'make_edge 40 960' 'make_node 100 4800')" \
+    "$("$M" report --total --json pool.mtly | jq -r '.total.rows[] | select(.function | test("^make_")) |
+       "\(.function) \(.calls) \(.bytes)"' | sort)"
+expect_eq "live at the end: 70 nodes and 40 edges" "110 4320" \
+    "$("$M" leaks --json --not-inside _IO_file_doallocate pool.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
+expect_eq "the trace says how many are tagged" 140 "$("$M" info --json pool.mtly | jq .tagged_allocations)"
+
+record ht.mtly ./heaptrack_compat >out.txt || fail "recording heaptrack_compat failed"
+expect_eq "heaptrack_compat under memtally: its output" "heaptrack api ok" "$(cat out.txt)"
+expect_eq "heaptrack's reports: allocations, bytes, frees" "60 2240 30" \
+    "$("$M" info --json ht.mtly | jq -r '"\(.allocations - 1) \(.bytes_allocated - 4096) \(.frees)"')"
+expect_eq "heaptrack's reports: by function" "$(printf '%s\n' 'main 10 640' 'report_objects 50 1600')" \
+    "$("$M" report --total --json --not-inside _IO_file_doallocate ht.mtly |
+       jq -r '.total.rows[] | "\(.function) \(.calls) \(.bytes)"' | sort)"
+expect_eq "heaptrack's reports: live at the end" "30 1280" \
+    "$("$M" leaks --json --not-inside _IO_file_doallocate ht.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
+echo "ok: API types and custom allocators"
