@@ -87,6 +87,16 @@ void mtl_free(void *p);
  * a free), keeping no tag. */
 void mtl_realloc(void *old, void *p, size_t size);
 
+/* A pool's own block at base (from malloc), from which the program carves
+ * the objects it reports with mtl_alloc: released in the trace now (it is
+ * counted once among the allocations, never in the live heap, the peak or
+ * the leaks, where its objects are), and the program's later free(base) is
+ * not recorded.  mtl_pool_free(base): the pool's block goes back some
+ * other way than free() (forget it).  Pools are grown by registering the
+ * new block; realloc of a pool's block is not supported. */
+void mtl_pool(void *base, size_t size);
+void mtl_pool_free(void *base);
+
 /* heaptrack's API (heaptrack_api.h) is answered too: a program that calls
  * heaptrack_report_alloc, _realloc and _free reports to memtally
  * unchanged. */

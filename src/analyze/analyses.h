@@ -123,7 +123,9 @@ void mtl_temporary_release(struct mtl_temporary *t);
 /* ---- stacks: the most frequent call stacks that reach a target ------- */
 
 struct mtl_stacks_options {
-    const char *target;     /* pattern (required) */
+    const char *target;     /* pattern (this or target_type) */
+    const char *target_type;/* instead: the blocks of this type tag, cut
+                               from their site outwards */
     size_t depth;           /* frames kept from the target outwards */
     double min_count;
     size_t top;
@@ -182,6 +184,27 @@ struct mtl_tree {
 int mtl_tree(struct mtl_engine *e, const struct mtl_filter *f,
              const struct mtl_tree_options *o, struct mtl_tree *out);
 void mtl_tree_release(struct mtl_tree *t);
+
+/* ---- types: objects and bytes by type tag ------------------------------ */
+
+struct mtl_type_row {
+    const char *type;       /* the tag's name, "(untagged)" for none */
+    double calls, bytes;    /* allocated */
+    double live_blocks, live_bytes; /* live at the end */
+    double peak_blocks, peak_bytes; /* live at the peak of all that pass */
+};
+
+struct mtl_types {
+    struct mtl_result_head head;
+    struct mtl_type_row *rows;  /* most bytes allocated first */
+    size_t n;
+    struct mtl_type_row total;
+    double peak_bytes;
+    uint64_t peak_time_us;
+};
+
+int mtl_types(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_types *out);
+void mtl_types_release(struct mtl_types *t);
 
 /* ---- timeline: live bytes, allocation rate and RSS over time ---------- */
 

@@ -145,7 +145,15 @@ int mtl_filter_same(const struct mtl_filter *a, const struct mtl_filter *b)
             (a->thread == b->thread && a->thread_is_index == b->thread_is_index)) &&
            same_patterns(a->inside, a->ninside, b->inside, b->ninside) &&
            same_patterns(a->not_inside, a->nnot_inside, b->not_inside, b->nnot_inside) &&
+           !a->type == !b->type && (!a->type || !strcmp(a->type, b->type)) &&
            mtl_filter_same_view(a, b);
+}
+
+int mtl_filter_type_passes(const struct mtl_filter *f, const char *tag)
+{
+    if (!f->type)
+        return 1;
+    return tag ? strcmp(f->type, tag) == 0 : strcmp(f->type, "(untagged)") == 0;
 }
 
 int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b)
@@ -158,7 +166,7 @@ int mtl_filter_same_view(const struct mtl_filter *a, const struct mtl_filter *b)
 /* The options, in the order of the switch below. */
 static const char *const option_names[] = {
     "allocated-between", "live-at", "live-between", "freed-between", "size",
-    "lifetime", "inside", "not-inside", "thread", "hide", "wrapper",
+    "lifetime", "inside", "not-inside", "thread", "hide", "wrapper", "type",
 };
 
 int mtl_filter_option(struct mtl_filter *f, const char *name, const char *val,
@@ -192,6 +200,7 @@ int mtl_filter_option(struct mtl_filter *f, const char *name, const char *val,
     }
     case 9: bad = mtl_filter_add_pattern(f->hide, &f->nhide, val); break;
     case 10: bad = mtl_filter_add_pattern(f->wrappers, &f->nwrappers, val); break;
+    case 11: bad = !*val; f->type = val; break;
     }
     if (!bad)
         return 1;
@@ -199,7 +208,8 @@ int mtl_filter_option(struct mtl_filter *f, const char *name, const char *val,
         "bad time range '%s' (like 1.5s,3s)", "bad time '%s' (like 2.5s, 300ms, 150us)",
         "bad time range '%s' (like 1.5s,3s)", "bad time range '%s' (like 1.5s,3s)",
         "bad size range '%s' (like 16..4K)", "bad time range '%s' (like 1ms..2s)",
-        NULL, NULL, "bad thread '%s' (a thread id, or tN)",
+        NULL, NULL, "bad thread '%s' (a thread id, or tN)", NULL, NULL,
+        "an empty type name",
     };
     *why = k < sizeof whys / sizeof *whys && whys[k] ? whys[k]
                                                      : "an empty pattern, or more than 32";

@@ -38,6 +38,8 @@ struct mtl_filter {
     size_t ninside;
     const char *not_inside[MTL_MAX_PATTERNS];
     size_t nnot_inside;
+    const char *type;            /* blocks of this type tag only (its name;
+                                    "(untagged)": those without), or NULL */
     /* How frames are named (the view): not conditions on blocks. */
     const char *hide[MTL_MAX_PATTERNS];
     size_t nhide;
@@ -119,6 +121,9 @@ static inline int mtl_filter_at_free(const struct mtl_filter *f, uint64_t alloc_
     }
     return 1;
 }
+
+/* 1 when a block whose tag is named tag (NULL: untagged) passes --type. */
+int mtl_filter_type_passes(const struct mtl_filter *f, const char *tag);
 
 /* 1 when the two filters select the same blocks and name frames alike. */
 int mtl_filter_same(const struct mtl_filter *a, const struct mtl_filter *b);

@@ -71,6 +71,7 @@ struct ix_scan {
     int at_alloc, at_free, on_stacks, filtering;
     unsigned filter_columns;     /* what deciding needs */
     uint8_t *stack_ok;           /* per stack node: passes --inside, --not-inside */
+    uint8_t *tag_ok;             /* per type tag (string id): passes --type */
     uint8_t *thread_ok;          /* per thread index: passes --thread */
 };
 
@@ -148,7 +149,7 @@ static int start_scan(struct ix_scan *s, const struct mtl_index *ix, const struc
     s->threads = threads ? threads : 1;
     s->on_stacks = mtl_filter_on_stacks(f);
     s->at_free = !mtl_filter_decidable_at_alloc(f);
-    s->at_alloc = f->size.set || f->allocated.set || f->thread_set;
+    s->at_alloc = f->size.set || f->allocated.set || f->thread_set || f->type;
     s->filtering = s->on_stacks || s->at_free || s->at_alloc;
     if (f->allocated.set || s->at_free)
         s->filter_columns |= COL(TIME);
@@ -165,6 +166,13 @@ static int start_scan(struct ix_scan *s, const struct mtl_index *ix, const struc
         for (uint32_t t = 0; t < d->nthreads; t++)
             s->thread_ok[t] = f->thread == (f->thread_is_index ? t : d->threads[t].tid);
     }
+    if (f->type) {
+        s->filter_columns |= COL(TAG);
+        if (!(s->tag_ok = calloc((size_t)d->nstrings + 1, 1)))
+            return MTL_ENOMEM;
+        for (uint32_t t = 0; t <= d->nstrings; t++)
+            s->tag_ok[t] = (uint8_t)mtl_filter_type_passes(f, t ? mtl_defs_string(d, t) : NULL);
+    }
     if (s->on_stacks) {
         s->filter_columns |= COL(STACK);
         if (!(s->stack_ok = malloc(d->nnodes ? d->nnodes : 1)))
@@ -177,6 +185,7 @@ static int start_scan(struct ix_scan *s, const struct mtl_index *ix, const struc
 static void finish(struct ix_scan *s)
 {
     free(s->stack_ok);
+    free(s->tag_ok);
     free(s->thread_ok);
 }
 
@@ -190,6 +199,11 @@ static inline int row_passes(const struct ix_scan *s, const uint64_t *const col[
         return 0;
     if (f->thread_set && !s->thread_ok[col[MTL_IXA_THREAD][i]])
         return 0;
+    if (f->type) {
+        uint64_t tag = col[MTL_IXA_TAG][i];
+        if (tag > s->d->nstrings || !s->tag_ok[tag])
+            return 0;
+    }
     if (s->at_free) {
         uint64_t a = col[MTL_IXA_TIME][i];
         if (!mtl_filter_at_free(f, a, free_time(a, col[MTL_IXA_LIFE][i]), s->sum->end_us))
@@ -573,7 +587,8 @@ int mtl__index_sums(const struct mtl_index *ix, const struct mtl_defs *d, struct
 {
     struct ix_scan s;
     int rc = start_scan(&s, ix, d, v, f, threads);
-    if (rc == 0 && !f->size.set && !f->allocated.set && !s.at_free)
+    /* The index's own sums are per (thread, stack): not split by type. */
+    if (rc == 0 && !f->size.set && !f->allocated.set && !f->type && !s.at_free)
         rc = stack_sums(&s, out);
     else if (rc == 0)
         rc = sums(&s, NULL, out);

@@ -26,6 +26,8 @@ struct scan {
     struct mtl_bitset passed; /* two-pass mode: bit per allocation ordinal */
     int8_t *stack_ok;  /* per stack: -1 unknown, 0, 1 (inside, not inside) */
     uint32_t stack_ok_cap;
+    int8_t *tag_ok;    /* per type tag: -1 unknown, 0, 1 (--type) */
+    uint32_t tag_ok_cap;
     int pass;          /* 1: deciding (no callbacks), 2 or single: reporting */
     int two_pass;
     int at_alloc;      /* blocks reported at their allocation (alloc_only) */
@@ -37,6 +39,29 @@ static uint32_t tid_of(const struct mtl_reader *r, uint32_t thread)
 {
     const struct mtl_thread *t = mtl_reader_thread(r, thread);
     return t ? t->tid : 0;
+}
+
+/* 1 if a block of type tag passes --type, 0 if not, negative on error;
+ * cached per tag (tags are strings defined before the blocks use them). */
+static int tag_passes(struct scan *s, uint32_t tag)
+{
+    if (!s->f->type)
+        return 1;
+    if (tag >= s->tag_ok_cap) {
+        uint32_t cap = s->tag_ok_cap ? s->tag_ok_cap : 64;
+        while (cap <= tag)
+            cap *= 2;
+        int8_t *p = realloc(s->tag_ok, cap);
+        if (!p)
+            return MTL_ENOMEM;
+        memset(p + s->tag_ok_cap, -1, cap - s->tag_ok_cap);
+        s->tag_ok = p;
+        s->tag_ok_cap = cap;
+    }
+    if (s->tag_ok[tag] < 0)
+        s->tag_ok[tag] = (int8_t)mtl_filter_type_passes(s->f, tag ? mtl_reader_string(s->r, tag)
+                                                                  : NULL);
+    return s->tag_ok[tag];
 }
 
 /* 1 if the stack passes --inside and --not-inside, 0 if not, negative on
@@ -207,6 +232,8 @@ static int on_alloc(struct scan *s, const struct mtl_event *ev)
     int passes = !s->alloc_filters ||
                  mtl_filter_at_alloc(s->f, ev->size, tid_of(s->r, ev->thread), ev->thread,
                                      ev->time_us);
+    if (passes && (passes = tag_passes(s, ev->tag)) < 0)
+        return passes;
     if (passes && (passes = stack_passes(s, ev->stack)) < 0)
         return passes;
     /* An address allocated again without a free between: its free was
@@ -325,7 +352,9 @@ static int alloc_pass(struct scan *s)
                 !mtl_filter_at_alloc(f, b->size[i], tid_of(s->r, b->thread[i]), b->thread[i],
                                      b->time_us[i]))
                 continue;
-            int passes = stack_passes(s, b->stack[i]);
+            int passes = tag_passes(s, b->tag[i]);
+            if (passes > 0)
+                passes = stack_passes(s, b->stack[i]);
             if (passes <= 0) {
                 rc = passes;
                 continue;
@@ -398,7 +427,7 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
     s.pass = s.two_pass ? 1 : 0;
     s.at_alloc = ops->alloc_only && (ops->block || ops->sums) && !ops->event &&
                  mtl_filter_decidable_at_alloc(f);
-    s.alloc_filters = f->size.set || f->allocated.set || f->thread_set;
+    s.alloc_filters = f->size.set || f->allocated.set || f->thread_set || f->type;
     if (s.at_alloc)
         mtl_reader_skip_pointers(in->r, 1); /* nothing is matched by address */
     /* end_us is needed by --lifetime for blocks never freed, before the
@@ -426,5 +455,6 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
     mtl_ptrmap_release(&s.live);
     mtl_bitset_release(&s.passed);
     free(s.stack_ok);
+    free(s.tag_ok);
     return rc;
 }

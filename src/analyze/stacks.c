@@ -2,7 +2,8 @@
  * stacks.c: the most frequent distinct call stacks that lead to
  * allocations in functions matching a target, cut to N frames from the
  * innermost matching frame outwards (Crystal's TRACE_TARGET report,
- * docs/ANALYSIS.md).  Frames are compared by function and line, so two
+ * docs/ANALYSIS.md); or, for a target type, the stacks that create blocks
+ * of that type tag, cut from their site outwards.  Frames are compared by function and line, so two
  * calls from different lines are different stacks.
  */
 #include <stdlib.h>
@@ -39,10 +40,14 @@ int mtl_stacks(struct mtl_engine *e, const struct mtl_filter *f,
 {
     memset(out, 0, sizeof *out);
     mtl__result_head(e, &out->head);
-    if (!o->target || !*o->target || o->depth == 0)
+    int by_type = o->target_type && *o->target_type;
+    if ((!by_type && (!o->target || !*o->target)) || o->depth == 0)
         return MTL_EINVAL;
+    struct mtl_filter typed = *f;
+    if (by_type)
+        typed.type = o->target_type;
     struct mtl_stackagg a = MTL_STACKAGG_INIT(0);
-    int rc = mtl_engine_sums(e, f, &a);
+    int rc = mtl_engine_sums(e, &typed, &a);
     struct mtl_view *v = rc == 0 ? mtl_engine_view(e, f) : NULL;
     if (rc == 0 && !v)
         rc = MTL_ENOMEM;
@@ -56,8 +61,9 @@ int mtl_stacks(struct mtl_engine *e, const struct mtl_filter *f,
         if ((rc = mtl_view_frames_all(v, en->stack, &locs, &n)) < 0)
             break;
         size_t at = n;
+        uint32_t site = by_type ? mtl_view_site(v, en->stack) : MTL_NO_LOCATION;
         for (size_t k = 0; k < n && at == n; k++)
-            if (mtl_view_location_matches(v, locs[k], o->target))
+            if (by_type ? locs[k] == site : mtl_view_location_matches(v, locs[k], o->target))
                 at = k;
         if (at == n)
             continue;

@@ -1,6 +1,7 @@
 /*
  * types.c: the blocks that pass a filter summed per (thread, type tag),
- * for report --by type.  The sums are kept in a stackagg whose "stack"
+ * for report --by type; and the types analysis (`memtally types`): per
+ * tag, what was allocated, what is live at the end and at the peak.  The sums are kept in a stackagg whose "stack"
  * field holds the tag's string id (0: untagged), so that the rows of
  * report fold, sort and render them as they do stacks.
  *
@@ -9,12 +10,16 @@
  * totals do not depend on which core took which chunk).
  */
 #include <stdlib.h>
+#include <string.h>
 
+#include "analyze/curve.h"
 #include "analyze/internal.h"
 #include "analyze/scan.h"
 #include "analyze/stackagg.h"
+#include "common/grow.h"
 #include "common/parallel.h"
 #include "memtally/errors.h"
+#include "trace/defs.h"
 
 struct type_parts {
     struct mtl_stackagg part[MTL_MAX_THREADS];
@@ -57,4 +62,114 @@ int mtl__type_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_
     }
     free(t);
     return rc;
+}
+
+/* ---- memtally types ---------------------------------------------------------- */
+
+/* A row per tag (string id), grown as tags come. */
+struct type_table {
+    struct mtl_type_row *rows;
+    size_t cap;
+    int failed;
+};
+
+static struct mtl_type_row *type_row(struct type_table *t, uint32_t tag)
+{
+    if (mtl_grow_zeroed((void **)&t->rows, &t->cap, (size_t)tag + 1, sizeof *t->rows, 64) < 0) {
+        t->failed = 1;
+        return NULL;
+    }
+    return &t->rows[tag];
+}
+
+static int add_peak_block(void *arg, const struct mtl_block *b)
+{
+    struct mtl_type_row *r = type_row(arg, b->tag);
+    if (!r)
+        return MTL_ENOMEM;
+    r->peak_blocks += b->weight_count;
+    r->peak_bytes += b->weight_bytes;
+    return 0;
+}
+
+static int more_type_bytes(const void *a, const void *b)
+{
+    const struct mtl_type_row *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->type, y->type);
+}
+
+int mtl_types(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_types *out)
+{
+    memset(out, 0, sizeof *out);
+    mtl__result_head(e, &out->head);
+    struct type_table t = { 0 };
+    struct mtl_stackagg all = MTL_STACKAGG_INIT(0), live = MTL_STACKAGG_INIT(0);
+    struct mtl_filter never = *f;
+    never.never_freed = 1;
+    int rc = mtl__type_sums(e, f, &all);
+    if (rc == 0)
+        rc = mtl__type_sums(e, &never, &live);
+    for (size_t i = 0; rc == 0 && i < all.n; i++) {
+        struct mtl_type_row *r = type_row(&t, all.e[i].stack);
+        if (r) {
+            r->calls += all.e[i].calls;
+            r->bytes += all.e[i].bytes;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < live.n; i++) {
+        struct mtl_type_row *r = type_row(&t, live.e[i].stack);
+        if (r) {
+            r->live_blocks += live.e[i].calls;
+            r->live_bytes += live.e[i].bytes;
+        }
+    }
+    struct mtl_curve *c = rc == 0 ? calloc(1, sizeof *c) : NULL;
+    if (rc == 0 && !c)
+        rc = MTL_ENOMEM;
+    if (rc == 0)
+        rc = mtl_engine_curve(e, f, c);
+    if (rc == 0 && c->found) {
+        out->peak_bytes = c->peak;
+        out->peak_time_us = c->peak_us;
+        rc = mtl_engine_live_after(e, f, c->peak_seq, add_peak_block, &t);
+    }
+    free(c);
+    if (rc == 0 && t.failed)
+        rc = MTL_ENOMEM;
+    const struct mtl_defs *d = mtl_engine_defs(e);
+    size_t n = 0;
+    for (size_t tag = 0; rc == 0 && tag < t.cap; tag++) {
+        struct mtl_type_row *r = &t.rows[tag];
+        if (r->calls <= 0 && r->peak_blocks <= 0)
+            continue;
+        const char *name = tag ? mtl_defs_string(d, (uint32_t)tag) : NULL;
+        r->type = name ? name : "(untagged)";
+        out->total.calls += r->calls;
+        out->total.bytes += r->bytes;
+        out->total.live_blocks += r->live_blocks;
+        out->total.live_bytes += r->live_bytes;
+        out->total.peak_blocks += r->peak_blocks;
+        out->total.peak_bytes += r->peak_bytes;
+        t.rows[n++] = *r;
+    }
+    if (rc == 0) {
+        qsort(t.rows, n, sizeof *t.rows, more_type_bytes);
+        out->rows = t.rows;
+        out->n = n;
+        out->total.type = "total";
+    } else {
+        free(t.rows);
+    }
+    mtl_stackagg_release(&all);
+    mtl_stackagg_release(&live);
+    return rc;
+}
+
+void mtl_types_release(struct mtl_types *t)
+{
+    free(t->rows);
+    t->rows = NULL;
+    t->n = 0;
 }

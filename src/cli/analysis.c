@@ -25,6 +25,7 @@ static const char filter_usage[] =
     "  --inside NAME             a frame of its stack matches NAME (a pattern)\n"
     "  --not-inside NAME         no frame of its stack matches NAME\n"
     "  --thread TID              allocated by thread TID (or tN: thread index N)\n"
+    "  --type NAME               of type tag NAME (mtl_type; \"(untagged)\": none)\n"
     "times are from the start of the trace: 2.5s, 300ms, 150us (bare: seconds)\n"
     "\n"
     "frames:\n"
@@ -131,7 +132,7 @@ static int filter_option(struct analysis *a, int argc, char **argv, int *i)
     static const char *const names[] = {
         "--allocated-between", "--live-at", "--live-between", "--freed-between",
         "--size", "--lifetime", "--inside", "--not-inside", "--thread", "--hide",
-        "--wrapper", "--sysroot", "--debug-dir",
+        "--wrapper", "--sysroot", "--debug-dir", "--type",
     };
     struct mtl_filter *f = &a->filter;
     const char *opt = argv[*i];
@@ -153,6 +154,8 @@ static int filter_option(struct analysis *a, int argc, char **argv, int *i)
     const char *name = names[k];
     if (k == 11 || k == 12)
         return symbol_dir(a, name, val);
+    if (k == 13)
+        name = "--type"; /* the filter's option "type" */
     const char *why;
     if (mtl_filter_option(f, name + 2, val, &why) > 0)
         return 1;

@@ -25,6 +25,7 @@ int cmd_leaks(int argc, char **argv);
 int cmd_temporary(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
+int cmd_types(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_view(int argc, char **argv);

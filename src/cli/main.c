@@ -15,6 +15,7 @@ static const struct mtl_command commands[] = {
     { "leaks", cmd_leaks, "what was live at the end, by site" },
     { "temporary", cmd_temporary, "blocks freed right after their allocation, by site" },
     { "stacks", cmd_stacks, "the most frequent call stacks that reach a function" },
+    { "types", cmd_types, "objects and bytes by type tag: allocated, live, at the peak" },
     { "tree", cmd_tree, "the call tree of allocations, top down or bottom up" },
     { "export", cmd_export, "results for other tools: pprof, flame graphs, massif, DHAT, SQLite..." },
     { "timeline", cmd_timeline, "live bytes, allocation rate and RSS over time" },

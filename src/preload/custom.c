@@ -8,6 +8,15 @@
  *
  * Each call is a no-op unless recording, and passes straight through when
  * it comes from inside memtally (a hook, the writer).
+ *
+ * A pool's own block (mtl_pool): the objects carved from it are the blocks
+ * that count, and the first of them usually has the pool's address.  So
+ * at mtl_pool the pool's allocation, still in its thread's chunk when the
+ * program registers it right after malloc, is made one of 0 bytes (else it
+ * stays as it was), and the block is released in the trace; the
+ * program's later free of it is not recorded: the free hook takes the
+ * address out of a small table instead (looked at only while pools
+ * exist).
  */
 #include "preload/preload.h"
 
@@ -104,4 +113,82 @@ EXPORT void heaptrack_realloc(void *ptr_in, size_t size, void *ptr_out)
     note_free(ptr_in);
     if (size)
         note_alloc(ptr_out, size, 0);
+}
+
+/* ---- pools ---------------------------------------------------------------- */
+
+#define POOL_SLOTS 4096          /* open addressing; 0 empty, 1 deleted */
+
+_Atomic uint32_t mtl__pools;
+static struct {
+    atomic_int lock;
+    uint64_t slot[POOL_SLOTS];
+} pools;
+
+static size_t pool_hash(uint64_t p)
+{
+    return (size_t)((p * 0x9e3779b97f4a7c15ull) >> 52) & (POOL_SLOTS - 1);
+}
+
+/* With the lock: the slot of p, or of the first free place for it (found
+ * 0), or POOL_SLOTS when full. */
+static size_t pool_slot(uint64_t p, int *found)
+{
+    size_t free_at = POOL_SLOTS;
+    *found = 0;
+    for (size_t i = 0, k = pool_hash(p); i < POOL_SLOTS; i++, k = (k + 1) & (POOL_SLOTS - 1)) {
+        if (pools.slot[k] == p) {
+            *found = 1;
+            return k;
+        }
+        if (pools.slot[k] <= 1 && free_at == POOL_SLOTS)
+            free_at = k;
+        if (pools.slot[k] == 0)
+            break;
+    }
+    return free_at;
+}
+
+int mtl__pool_take(uint64_t p)
+{
+    int found;
+    mtl_spin_lock(&pools.lock);
+    size_t k = pool_slot(p, &found);
+    if (found) {
+        pools.slot[k] = 1;
+        atomic_fetch_sub(&mtl__pools, 1);
+    }
+    mtl_spin_unlock(&pools.lock);
+    return found;
+}
+
+EXPORT void mtl_pool(void *base, size_t size)
+{
+    (void)size;
+    uint64_t p = (uint64_t)(uintptr_t)base;
+    if (!base || !mtl__pl.ready)
+        return;
+    /* Its bytes out of the totals if the writer has not read them yet, and
+     * the block out of the live heap. */
+    struct mtl__tls *tls = &mtl__tls;
+    if (wanted(tls)) {
+        tls->in_hook = 1;
+        mtl__drop_alloc_size(p);
+        tls->in_hook = 0;
+    }
+    note_free(base);
+    int found;
+    mtl_spin_lock(&pools.lock);
+    size_t k = pool_slot(p, &found);
+    if (!found && k < POOL_SLOTS) {
+        pools.slot[k] = p;
+        atomic_fetch_add(&mtl__pools, 1);
+    }
+    mtl_spin_unlock(&pools.lock);
+}
+
+EXPORT void mtl_pool_free(void *base)
+{
+    if (base)
+        mtl__pool_take((uint64_t)(uintptr_t)base);
 }

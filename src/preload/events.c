@@ -237,6 +237,30 @@ void mtl__record_free(uint64_t ptr)
         append(ts, MTL_CEV_FREE, ptr, 0, 0);
 }
 
+int mtl__drop_alloc_size(uint64_t ptr)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    int done = 0;
+    if (!ts)
+        return 0;
+    /* The thread's chunk is its own until the writer detaches it, which
+     * takes this lock: an event found here has not been read. */
+    mtl_spin_lock(&ts->lock);
+    if (ts->cur) {
+        struct mtl_chunk *c = mtl_region_chunk(R, ts->cur);
+        uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+        for (uint32_t i = n; i-- > 0 && n - i <= 64 && !done;) {
+            struct mtl_cev *e = &c->ev[i];
+            if (MTL_CEV_TYPE(e) == MTL_CEV_ALLOC && e->a == ptr) {
+                e->b = 0;
+                done = 1;
+            }
+        }
+    }
+    mtl_spin_unlock(&ts->lock);
+    return done;
+}
+
 uint64_t mtl__begin_pending(void)
 {
     struct mtl_tstate *ts = mtl__thread_state();

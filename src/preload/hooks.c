@@ -233,7 +233,10 @@ EXPORT void free(void *p)
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
         mtl__hooks_first_use();
     struct mtl__tls *tls = &mtl__tls;
-    if (!free_wanted(tls, p)) {
+    /* A pool's block (mtl_pool) was released in the trace already. */
+    if (!free_wanted(tls, p) ||
+        (MTL_UNLIKELY(atomic_load_explicit(&mtl__pools, memory_order_relaxed)) &&
+         mtl__pool_take((uint64_t)(uintptr_t)p))) {
         real.free(p);
         return;
     }

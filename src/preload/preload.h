@@ -103,6 +103,13 @@ int mtl__events_init(void) MTL_HIDDEN;
 struct mtl_tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
 void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
+/* custom.c: pools' blocks (mtl_pool) whose free is not recorded: how many
+ * there are, and taking one (1: ptr was one). */
+extern _Atomic uint32_t mtl__pools MTL_HIDDEN;
+/* The size of this thread's latest recorded allocation of ptr set to 0,
+ * if the writer has not read it yet (1), else 0. */
+int mtl__drop_alloc_size(uint64_t ptr) MTL_HIDDEN;
+int mtl__pool_take(uint64_t ptr) MTL_HIDDEN;
 uint64_t mtl__begin_pending(void) MTL_HIDDEN;   /* realloc: stamp the free */
 void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
                               uint64_t new_ptr, uint64_t size,

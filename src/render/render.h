@@ -82,6 +82,8 @@ void mtl_render_diff(struct mtl_buf *b, const struct mtl_diff *d,
                      const struct mtl_render_options *ro);
 void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
                      const struct mtl_render_options *ro);
+void mtl_render_types(struct mtl_buf *b, const struct mtl_types *t,
+                      const struct mtl_render_options *ro);
 /* JSON only: what the viewer draws. */
 void mtl_render_lifetimes(struct mtl_buf *b, const struct mtl_lifetimes *l);
 

@@ -13,7 +13,10 @@ void mtl_render_stacks(struct mtl_buf *b, const struct mtl_stacks *s,
         mtl_json_init(&j, b);
         mtl_json_begin_object(&j);
         mtl_render_json_head(&j, &s->head);
-        mtl_json_kv_string(&j, "target", o->target);
+        if (o->target_type)
+            mtl_json_kv_string(&j, "target_type", o->target_type);
+        else
+            mtl_json_kv_string(&j, "target", o->target);
         mtl_json_kv_uint(&j, "depth", o->depth);
         mtl_json_kv_number(&j, "blocks", s->blocks);
         mtl_json_key(&j, "rows");
@@ -37,9 +40,14 @@ void mtl_render_stacks(struct mtl_buf *b, const struct mtl_stacks *s,
         return;
     }
     mtl_render_text_head(b, &s->head);
-    mtl_buf_addf(b, "%.0f blocks (%s) allocated in functions matching '%s'; stacks cut to "
-                    "%zu frames\n",
-                 s->blocks, mtl_human_bytes(size, sizeof size, s->bytes), o->target, o->depth);
+    if (o->target_type)
+        mtl_buf_addf(b, "%.0f blocks (%s) of type '%s'; stacks cut to %zu frames from the site\n",
+                     s->blocks, mtl_human_bytes(size, sizeof size, s->bytes), o->target_type,
+                     o->depth);
+    else
+        mtl_buf_addf(b, "%.0f blocks (%s) allocated in functions matching '%s'; stacks cut to "
+                        "%zu frames\n",
+                     s->blocks, mtl_human_bytes(size, sizeof size, s->bytes), o->target, o->depth);
     for (size_t g = 0; g < s->ngroups; g++) {
         const struct mtl_stack_group *gr = &s->groups[g];
         mtl_buf_addf(b, "\n%.0f blocks (%.2f%%), %s\n", gr->count, gr->percent,
@@ -57,6 +65,7 @@ void mtl_render_stacks(struct mtl_buf *b, const struct mtl_stacks *s,
         }
     }
     if (!s->ngroups)
-        mtl_buf_addf(b, "no stack reaches '%s'%s\n", o->target,
+        mtl_buf_addf(b, "no stack %s '%s'%s\n", o->target_type ? "creates a" : "reaches",
+                     o->target_type ? o->target_type : o->target,
                      s->nreaching ? " often enough (--min-count)" : "");
 }

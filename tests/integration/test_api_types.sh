@@ -19,7 +19,7 @@ expect_eq "heaptrack_compat alone" "heaptrack api ok" "$(./heaptrack_compat)"
 record pool.mtly ./pool_types >out.txt || fail "recording pool_types failed"
 expect_eq "pool_types under memtally: its output" "pool ok" "$(cat out.txt)"
 expect_eq "report --by type: exact counts and bytes" \
-    "$(printf '%s\n' 'Edge 40 960' 'Node 100 4800' '(untagged) 2 66536' | sort)" \
+    "$(printf '%s\n' 'Edge 40 960' 'Node 100 4800' '(untagged) 2 1000' | sort)" \
     "$("$M" report --total --by type --json --not-inside _IO_file_doallocate pool.mtly |
        jq -r '.total.rows[] | "\(.type) \(.calls) \(.bytes)"' | sort)"
 expect_eq "report by function: the pool's sites" "$(printf '%s\n' 'make_edge 40 960' 'make_node 100 4800')" \
@@ -28,6 +28,25 @@ expect_eq "report by function: the pool's sites" "$(printf '%s\n' 'make_edge 40 
 expect_eq "live at the end: 70 nodes and 40 edges" "110 4320" \
     "$("$M" leaks --json --not-inside _IO_file_doallocate pool.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
 expect_eq "the trace says how many are tagged" 140 "$("$M" info --json pool.mtly | jq .tagged_allocations)"
+# The pool's own block never counts as live (mtl_pool): the peak is its
+# objects', and memtally types splits it, at the end and at the peak.
+expect_eq "types: allocated, live at the end, at the peak" \
+    "$(printf '%s\n' 'Node 100 4800 70 3360 100 4800' '(untagged) 2 1000 0 0 0 0' \
+        'Edge 40 960 40 960 40 960' 'total 142 6760 110 4320 140 5760')" \
+    "$("$M" types --json --not-inside _IO_file_doallocate pool.mtly |
+       jq -r '(.rows[], .total) | "\(.type) \(.calls) \(.bytes) \(.live_blocks) \(.live_bytes) \(.peak_blocks) \(.peak_bytes)"')"
+expect_eq "types: the peak" 5760 "$("$M" types --json --not-inside _IO_file_doallocate pool.mtly | jq .peak_bytes)"
+# --type filters every command; stacks --target-type cuts from the site.
+expect_eq "--type Node: report" "make_node 100 4800" \
+    "$("$M" report --total --json --type Node pool.mtly | jq -r '.total.rows[] | "\(.function) \(.calls) \(.bytes)"')"
+expect_eq "--type Edge: leaks, from the index too" "40 960" \
+    "$("$M" leaks --json --type Edge pool.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
+expect_eq "--type Edge: leaks, streamed" "40 960" \
+    "$("$M" leaks --no-index --json --type Edge pool.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
+expect_eq "stacks --target-type Node --depth 2" '[100,["make_node","main"]]' \
+    "$("$M" stacks --json --target-type Node --depth 2 pool.mtly | jq -c '.rows[0] | [.count, [.frames[].function]]')"
+expect_eq "stacks --target-type of no block" 0 \
+    "$("$M" stacks --json --target-type Nothing pool.mtly | jq '.rows | length')"
 
 record ht.mtly ./heaptrack_compat >out.txt || fail "recording heaptrack_compat failed"
 expect_eq "heaptrack_compat under memtally: its output" "heaptrack api ok" "$(cat out.txt)"
