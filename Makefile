@@ -84,10 +84,14 @@ $(B)/memtally: $(CLI_OBJ) $(B)/libmemtally-trace.a
 
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 examples: $(EXAMPLES)
-# The API example links the recorder library itself.
+# The API examples link the recorder library itself (hook_demo names its
+# stacks with dladdr: -rdynamic).
 $(B)/examples/api_demo: examples/api_demo.c $(B)/libmemtally.so include/memtally.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< -L$(B) -lmemtally -pthread -Wl,-rpath,'$$ORIGIN/..'
+$(B)/examples/hook_demo: examples/hook_demo.c $(B)/libmemtally.so include/memtally.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O0 -g $(WARN) -rdynamic -o $@ $< -L$(B) -lmemtally -ldl -pthread -Wl,-rpath,'$$ORIGIN/..'
 $(B)/examples/%: examples/%.c $(B)/libmemtally-trace.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(B)/libmemtally-trace.a $(READER_LIBS)

@@ -35,6 +35,7 @@
 #include <stdio.h>
 
 #include "memtally/errors.h"
+#include "memtally/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,6 +101,14 @@ void mtl_pool_free(void *base);
 /* heaptrack's API (heaptrack_api.h) is answered too: a program that calls
  * heaptrack_report_alloc, _realloc and _free reports to memtally
  * unchanged. */
+
+/* A function of the program's, called in the allocating thread for each
+ * allocation and free recorded (ev: type MTL_EV_ALLOC or MTL_EV_FREE, the
+ * time in us since the trace began, thread index, pointer, size, stack id
+ * and type tag as the trace has them).  It may allocate: those blocks are
+ * recorded but not reported to it.  NULL removes it.  Called only while
+ * recording. */
+void mtl_set_hook(void (*fn)(const struct mtl_event *ev, void *arg), void *arg);
 
 /* --- profiling one call ------------------------------------------------ */
 

@@ -226,15 +226,19 @@ struct mtl_tstate *mtl__thread_state(void)
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack)
 {
     struct mtl_tstate *ts = mtl__thread_state();
-    if (ts)
+    if (ts) {
         append(ts, MTL_CEV_ALLOC, ptr, size, stack);
+        mtl__user_hook(MTL_CEV_ALLOC, ptr, size, stack);
+    }
 }
 
 void mtl__record_free(uint64_t ptr)
 {
     struct mtl_tstate *ts = mtl__thread_state();
-    if (ts)
+    if (ts) {
         append(ts, MTL_CEV_FREE, ptr, 0, 0);
+        mtl__user_hook(MTL_CEV_FREE, ptr, 0, 0);
+    }
 }
 
 int mtl__drop_alloc_size(uint64_t ptr)
@@ -281,12 +285,21 @@ void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
     if (!ts)
         return;
     mtl_spin_lock(&ts->lock);
-    if (freed && (e = room(ts)) != NULL)
+    int wrote_free = 0, wrote_alloc = 0;
+    if (freed && (e = room(ts)) != NULL) {
         put(ts, e, t_free, MTL_CEV_FREE, old_ptr, 0, 0);
-    if (new_ptr && (e = room(ts)) != NULL)
+        wrote_free = 1;
+    }
+    if (new_ptr && (e = room(ts)) != NULL) {
         put(ts, e, stamp(ts), MTL_CEV_ALLOC, new_ptr, size, stack);
+        wrote_alloc = 1;
+    }
     ts->pending_ns = UINT64_MAX;
     mtl_spin_unlock(&ts->lock);
+    if (wrote_free)
+        mtl__user_hook(MTL_CEV_FREE, old_ptr, 0, 0);
+    if (wrote_alloc)
+        mtl__user_hook(MTL_CEV_ALLOC, new_ptr, size, stack);
 }
 
 /* Runs at thread exit.  glibc runs key destructors in up to

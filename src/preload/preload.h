@@ -48,6 +48,7 @@ struct mtl__tls {
     int64_t sample_left;    /* bytes to the next sample point */
     uint64_t rng;           /* the sampler's random state */
     void *last_alloc;       /* the block malloc's hook recorded last */
+    int in_user_hook;       /* in the program's mtl_set_hook function */
 };
 
 extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;
@@ -109,6 +110,19 @@ extern _Atomic uint32_t mtl__pools MTL_HIDDEN;
 /* The size of this thread's latest recorded allocation of ptr set to 0,
  * if the writer has not read it yet (1), else 0. */
 int mtl__drop_alloc_size(uint64_t ptr) MTL_HIDDEN;
+/* userhook.c: the program's hook (mtl_set_hook), if any, told of an event
+ * just recorded (type MTL_CEV_ALLOC or _FREE; size_tag as a chunk event's
+ * b).  Cheap when none is set. */
+struct hook;
+extern _Atomic(struct hook *) mtl__user_hook_set MTL_HIDDEN;
+void mtl__call_user_hook(unsigned type, uint64_t ptr, uint64_t size_tag, uint32_t stack)
+    MTL_HIDDEN;
+static inline void mtl__user_hook(unsigned type, uint64_t ptr, uint64_t size_tag,
+                                  uint32_t stack)
+{
+    if (__builtin_expect(atomic_load_explicit(&mtl__user_hook_set, memory_order_relaxed) != 0, 0))
+        mtl__call_user_hook(type, ptr, size_tag, stack);
+}
 int mtl__pool_take(uint64_t ptr) MTL_HIDDEN;
 uint64_t mtl__begin_pending(void) MTL_HIDDEN;   /* realloc: stamp the free */
 void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
