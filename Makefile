@@ -141,6 +141,7 @@ bench:
 	@sh bench/run.sh
 	@sh bench/analyze.sh
 	@sh bench/sampling.sh
+	@sh bench/api.sh
 
 PREFIX ?= /usr/local
 install: all

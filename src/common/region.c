@@ -124,6 +124,18 @@ uint32_t mtl_region_type(struct mtl_region *r, const char *name)
     for (size_t i = 0; i < len; i++)
         h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
     uint32_t *slots = type_slots(r), tag = 0;
+    /* A name registered already is found without the lock: a slot is set
+     * once, after its entry, and never changes. */
+    uint32_t known = atomic_load_explicit(&r->ntypes, memory_order_acquire);
+    for (size_t k = h & (MTL_TYPE_SLOTS - 1);; k = (k + 1) & (MTL_TYPE_SLOTS - 1)) {
+        uint32_t t = __atomic_load_n(&slots[k], __ATOMIC_ACQUIRE);
+        if (!t || t > known)
+            break;
+        size_t n;
+        const char *s = mtl_region_type_name(r, t, &n);
+        if (n == len && !memcmp(s, name, len))
+            return t;
+    }
     mtl_spin_lock(&r->type_lock);
     for (size_t k = h & (MTL_TYPE_SLOTS - 1);; k = (k + 1) & (MTL_TYPE_SLOTS - 1)) {
         uint32_t t = slots[k];
@@ -145,7 +157,7 @@ uint32_t mtl_region_type(struct mtl_region *r, const char *name)
         type_table(r)[nt] = (struct mtl_region_type){ r->type_arena_used, (uint32_t)len };
         r->type_arena_used += (uint32_t)len;
         tag = nt + 1;
-        slots[k] = tag;
+        __atomic_store_n(&slots[k], tag, __ATOMIC_RELEASE);
         /* The writer reads ntypes without the lock: the entry first. */
         atomic_store_explicit(&r->ntypes, tag, memory_order_release);
         break;
