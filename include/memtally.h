@@ -102,6 +102,18 @@ void mtl_pool_free(void *base);
  * heaptrack_report_alloc, _realloc and _free reports to memtally
  * unchanged. */
 
+/* Interpreter frames: a script-level function, registered once (its name
+ * shows as "function (file:line)", or without what is NULL or 0), then
+ * pushed when the interpreter enters it and popped when it leaves, per
+ * thread.  Each allocation's stack then holds the pushed frames among the
+ * native ones, where the interpreter pushed them: below the native
+ * function that called mtl_frame_push, above what it called since.  Up to
+ * 64 frames deep are kept.  A thread with pushed frames unwinds more
+ * slowly (its native frames are walked one by one). */
+uint32_t mtl_frame(const char *function, const char *file, unsigned line);
+void mtl_frame_push(uint32_t frame);
+void mtl_frame_pop(void);
+
 /* A function of the program's, called in the allocating thread for each
  * allocation and free recorded (ev: type MTL_EV_ALLOC or MTL_EV_FREE, the
  * time in us since the trace began, thread index, pointer, size, stack id

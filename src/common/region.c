@@ -31,8 +31,8 @@ static struct layout layout(void)
     l.modules = l.addr + round_up((size_t)MTL_MAX_NODES * sizeof(uint64_t));
     l.arena = l.modules + round_up((size_t)MTL_MAX_MODULES * sizeof(struct mtl_region_module));
     l.types = l.arena + round_up(MTL_PATH_ARENA);
-    l.end = l.types + round_up(MTL_MAX_TYPES * sizeof(struct mtl_region_type) +
-                               MTL_TYPE_SLOTS * sizeof(uint32_t) + MTL_TYPE_ARENA);
+    l.end = l.types + round_up(MTL_MAX_STRINGS * sizeof(struct mtl_region_string) +
+                               MTL_STRING_SLOTS * sizeof(uint32_t) + MTL_STRING_ARENA);
     return l;
 }
 
@@ -52,7 +52,7 @@ struct mtl_region *mtl_region_init(void *base)
     r->addr_off = l.addr;
     r->modules_off = l.modules;
     r->arena_off = l.arena;
-    r->types_off = l.types;
+    r->strings_off = l.types;
     atomic_store(&r->end_reason, -1);
     atomic_store(&r->nnodes, 1); /* node 0: the root, no frame */
     atomic_store_explicit((_Atomic uint64_t *)&r->magic, MTL_REGION_MAGIC, memory_order_release);
@@ -84,38 +84,38 @@ void mtl_region_copy_definitions(struct mtl_region *dst, const struct mtl_region
     memcpy(mtl_region_arena(dst), mtl_region_arena(src), src->arena_used);
     dst->arena_used = src->arena_used;
     /* The types: table, slots and names lie together. */
-    memcpy((char *)dst + dst->types_off, (const char *)src + src->types_off,
-           MTL_MAX_TYPES * sizeof(struct mtl_region_type) + MTL_TYPE_SLOTS * sizeof(uint32_t) +
-               src->type_arena_used);
-    dst->type_arena_used = src->type_arena_used;
-    atomic_store(&dst->ntypes, atomic_load(&src->ntypes));
+    memcpy((char *)dst + dst->strings_off, (const char *)src + src->strings_off,
+           MTL_MAX_STRINGS * sizeof(struct mtl_region_string) + MTL_STRING_SLOTS * sizeof(uint32_t) +
+               src->string_arena_used);
+    dst->string_arena_used = src->string_arena_used;
+    atomic_store(&dst->nstrings, atomic_load(&src->nstrings));
 }
 
 /* --- type names ------------------------------------------------------------ */
 
-static struct mtl_region_type *type_table(const struct mtl_region *r)
+static struct mtl_region_string *string_table(const struct mtl_region *r)
 {
-    return (struct mtl_region_type *)((char *)r + r->types_off);
+    return (struct mtl_region_string *)((char *)r + r->strings_off);
 }
 
-static uint32_t *type_slots(const struct mtl_region *r)
+static uint32_t *string_slots(const struct mtl_region *r)
 {
-    return (uint32_t *)(type_table(r) + MTL_MAX_TYPES);
+    return (uint32_t *)(string_table(r) + MTL_MAX_STRINGS);
 }
 
-static char *type_arena(const struct mtl_region *r)
+static char *string_arena(const struct mtl_region *r)
 {
-    return (char *)(type_slots(r) + MTL_TYPE_SLOTS);
+    return (char *)(string_slots(r) + MTL_STRING_SLOTS);
 }
 
-const char *mtl_region_type_name(const struct mtl_region *r, uint32_t tag, size_t *len)
+const char *mtl_region_string_text(const struct mtl_region *r, uint32_t tag, size_t *len)
 {
-    const struct mtl_region_type *t = &type_table(r)[tag - 1];
+    const struct mtl_region_string *t = &string_table(r)[tag - 1];
     *len = t->len;
-    return type_arena(r) + t->off;
+    return string_arena(r) + t->off;
 }
 
-uint32_t mtl_region_type(struct mtl_region *r, const char *name)
+uint32_t mtl_region_string(struct mtl_region *r, const char *name)
 {
     size_t len = strlen(name);
     if (len == 0)
@@ -123,25 +123,25 @@ uint32_t mtl_region_type(struct mtl_region *r, const char *name)
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (size_t i = 0; i < len; i++)
         h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
-    uint32_t *slots = type_slots(r), tag = 0;
+    uint32_t *slots = string_slots(r), tag = 0;
     /* A name registered already is found without the lock: a slot is set
      * once, after its entry, and never changes. */
-    uint32_t known = atomic_load_explicit(&r->ntypes, memory_order_acquire);
-    for (size_t k = h & (MTL_TYPE_SLOTS - 1);; k = (k + 1) & (MTL_TYPE_SLOTS - 1)) {
+    uint32_t known = atomic_load_explicit(&r->nstrings, memory_order_acquire);
+    for (size_t k = h & (MTL_STRING_SLOTS - 1);; k = (k + 1) & (MTL_STRING_SLOTS - 1)) {
         uint32_t t = __atomic_load_n(&slots[k], __ATOMIC_ACQUIRE);
         if (!t || t > known)
             break;
         size_t n;
-        const char *s = mtl_region_type_name(r, t, &n);
+        const char *s = mtl_region_string_text(r, t, &n);
         if (n == len && !memcmp(s, name, len))
             return t;
     }
-    mtl_spin_lock(&r->type_lock);
-    for (size_t k = h & (MTL_TYPE_SLOTS - 1);; k = (k + 1) & (MTL_TYPE_SLOTS - 1)) {
+    mtl_spin_lock(&r->string_lock);
+    for (size_t k = h & (MTL_STRING_SLOTS - 1);; k = (k + 1) & (MTL_STRING_SLOTS - 1)) {
         uint32_t t = slots[k];
         if (t) {
             size_t n;
-            const char *s = mtl_region_type_name(r, t, &n);
+            const char *s = mtl_region_string_text(r, t, &n);
             if (n == len && !memcmp(s, name, len)) {
                 tag = t;
                 break;
@@ -150,19 +150,19 @@ uint32_t mtl_region_type(struct mtl_region *r, const char *name)
         }
         /* New: room in the table and the arena (slots are twice the
          * table, so an empty one is always found). */
-        uint32_t nt = atomic_load(&r->ntypes);
-        if (nt >= MTL_MAX_TYPES || r->type_arena_used + len > MTL_TYPE_ARENA)
+        uint32_t nt = atomic_load(&r->nstrings);
+        if (nt >= MTL_MAX_STRINGS || r->string_arena_used + len > MTL_STRING_ARENA)
             break;
-        memcpy(type_arena(r) + r->type_arena_used, name, len);
-        type_table(r)[nt] = (struct mtl_region_type){ r->type_arena_used, (uint32_t)len };
-        r->type_arena_used += (uint32_t)len;
+        memcpy(string_arena(r) + r->string_arena_used, name, len);
+        string_table(r)[nt] = (struct mtl_region_string){ r->string_arena_used, (uint32_t)len };
+        r->string_arena_used += (uint32_t)len;
         tag = nt + 1;
         __atomic_store_n(&slots[k], tag, __ATOMIC_RELEASE);
-        /* The writer reads ntypes without the lock: the entry first. */
-        atomic_store_explicit(&r->ntypes, tag, memory_order_release);
+        /* The writer reads nstrings without the lock: the entry first. */
+        atomic_store_explicit(&r->nstrings, tag, memory_order_release);
         break;
     }
-    mtl_spin_unlock(&r->type_lock);
+    mtl_spin_unlock(&r->string_lock);
     return tag;
 }
 

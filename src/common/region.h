@@ -33,10 +33,13 @@
 #define MTL_MAX_MODULES 8192
 #define MTL_MODULE_SEGMENTS 8
 #define MTL_MODULE_BUILD_ID 64
+/* A stack node's address with this bit set is an interpreter's frame
+ * (mtl_frame_push): the low bits are its name's string id. */
+#define MTL_NODE_CUSTOM (1ull << 63)
 #define MTL_PATH_ARENA (4u << 20)
-#define MTL_MAX_TYPES 4096      /* type names (mtl_type): tags 1 .. 4096 */
-#define MTL_TYPE_ARENA (256u << 10)
-#define MTL_TYPE_SLOTS (2 * MTL_MAX_TYPES)
+#define MTL_MAX_STRINGS 4096    /* type names and interpreter frames: ids 1 .. 4096 */
+#define MTL_STRING_ARENA (256u << 10)
+#define MTL_STRING_SLOTS (2 * MTL_MAX_STRINGS)
 
 /* Event types in chunks (not the file's record types). */
 enum mtl_cev_type {
@@ -91,10 +94,12 @@ struct mtl_tstate {
 
 _Static_assert(sizeof(struct mtl_tstate) == 64, "a thread state is one cache line");
 
-/* A type name: tag = its index + 1, which is also its STRING id in the
- * trace (the writer defines them in order). */
-struct mtl_region_type {
-    uint32_t off, len;      /* in the type arena */
+/* A string of the program's (a type name, mtl_type; an interpreter frame,
+ * mtl_frame): id = its index + 1, which is also its STRING id in the trace
+ * (the writer defines them in order), a type's tag or a custom frame's
+ * name. */
+struct mtl_region_string {
+    uint32_t off, len;      /* in the string arena */
 };
 
 struct mtl_region_module {
@@ -123,7 +128,7 @@ struct mtl_region_info {
 struct mtl_region {
     uint64_t magic;
     uint64_t size;
-    uint64_t chunks_off, states_off, parent_off, addr_off, modules_off, arena_off, types_off;
+    uint64_t chunks_off, states_off, parent_off, addr_off, modules_off, arena_off, strings_off;
 
     /* The trace's clock: CLOCK_MONOTONIC ns at its start. */
     _Atomic uint64_t start_ns;
@@ -148,11 +153,11 @@ struct mtl_region {
     uint32_t arena_used;
     uint32_t mod_emit_next;     /* the writer's: first module with work */
 
-    /* The type names (type_lock): the table, a hash of its slots, the
-     * arena of names, at types_off. */
-    atomic_int type_lock;
-    _Atomic uint32_t ntypes;
-    uint32_t type_arena_used;
+    /* The strings (string_lock): the table, a hash of its slots, the
+     * arena of their text, at strings_off. */
+    atomic_int string_lock;
+    _Atomic uint32_t nstrings;
+    uint32_t string_arena_used;
 
     /* Program -> writer. */
     _Atomic uint32_t attached;  /* the program took the region */
@@ -206,12 +211,13 @@ void mtl_region_unmap(struct mtl_region *r);
  * fresh region dst: a process that goes on in a region of its own. */
 void mtl_region_copy_definitions(struct mtl_region *dst, const struct mtl_region *src);
 
-/* The tag of a type name (1 ..), made if new; 0 for an empty name or a
- * full table.  Takes type_lock: not for a malloc hook. */
-uint32_t mtl_region_type(struct mtl_region *r, const char *name);
+/* The id of a string (1 ..: a type's tag, a custom frame's name), made if
+ * new; 0 for an empty string or a full table.  Takes string_lock when new:
+ * not for a malloc hook. */
+uint32_t mtl_region_string(struct mtl_region *r, const char *name);
 
-/* The name of tag (1 .. ntypes) and its length. */
-const char *mtl_region_type_name(const struct mtl_region *r, uint32_t tag, size_t *len);
+/* The text of string id (1 .. nstrings) and its length. */
+const char *mtl_region_string_text(const struct mtl_region *r, uint32_t tag, size_t *len);
 
 static inline struct mtl_chunk *mtl_region_chunk(const struct mtl_region *r, uint32_t id)
 {

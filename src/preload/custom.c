@@ -32,7 +32,43 @@ EXPORT uint32_t mtl_type(const char *name)
 {
     if (!name || !mtl__pl.ready || !mtl__pl.region)
         return 0;
-    return mtl_region_type(mtl__pl.region, name);
+    return mtl_region_string(mtl__pl.region, name);
+}
+
+/* ---- interpreter frames ------------------------------------------------------ */
+
+EXPORT uint32_t mtl_frame(const char *function, const char *file, unsigned line)
+{
+    char name[512];
+    if (!function || !*function || !mtl__pl.ready || !mtl__pl.region)
+        return 0;
+    if (file && *file && line)
+        mtl__fmt(name, sizeof name, "%s (%s:%u)", function, file, line);
+    else if (file && *file)
+        mtl__fmt(name, sizeof name, "%s (%s)", function, file);
+    else
+        mtl__fmt(name, sizeof name, "%s", function);
+    return mtl_region_string(mtl__pl.region, name);
+}
+
+/* The pusher's stack pointer is this function's canonical frame address:
+ * its caller's stack pointer at the call, which is what an unwind reports
+ * for the caller while it runs whatever it calls next. */
+EXPORT __attribute__((noinline)) void mtl_frame_push(uint32_t frame)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    if (tls->iframes < MTL_IFRAMES) {
+        tls->iframe_id[tls->iframes] = frame;
+        tls->iframe_sp[tls->iframes] = (uint64_t)(uintptr_t)__builtin_dwarf_cfa();
+    }
+    tls->iframes++;
+}
+
+EXPORT void mtl_frame_pop(void)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    if (tls->iframes)
+        tls->iframes--;
 }
 
 /* Whether to record now: ready, recording, and not from inside memtally. */

@@ -37,6 +37,8 @@
 #define MTL_ROUND_MS 20         /* writer wakes at least this often */
 
 /* The per-thread part that must be reachable without locks. */
+#define MTL_IFRAMES 64
+
 struct mtl__tls {
     struct mtl_tstate *ts;  /* NULL until the thread's first event */
     uint32_t slot;          /* ts's number in the region */
@@ -49,6 +51,12 @@ struct mtl__tls {
     uint64_t rng;           /* the sampler's random state */
     void *last_alloc;       /* the block malloc's hook recorded last */
     int in_user_hook;       /* in the program's mtl_set_hook function */
+    /* The interpreter's frames (mtl_frame_push), outermost first, each with
+     * the stack pointer of the native function that pushed it; pushes past
+     * MTL_IFRAMES are counted, not kept. */
+    uint32_t iframes;
+    uint32_t iframe_id[MTL_IFRAMES];
+    uint64_t iframe_sp[MTL_IFRAMES];
 };
 
 extern __thread struct mtl__tls mtl__tls MTL_HIDDEN;

@@ -220,15 +220,58 @@ static uint32_t intern(void *const *frames, int n, uint64_t h)
     return id;
 }
 
+/* A thread with interpreter frames (mtl_frame_push): the native frames
+ * with their stack pointers, and each interpreter frame placed between
+ * the native function that pushed it (its stack pointer at or above the
+ * push's) and what that function called since (below it), innermost
+ * first, into out[0 .. depth).  Inlined into mtl__capture_stack, so that
+ * the unwind starts in the same frame as unw_backtrace's.  Slower than
+ * unw_backtrace: only for such threads. */
+static inline __attribute__((always_inline)) int
+unwind_with_interpreter(void **out, int depth, unsigned drop)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    unw_context_t uc;
+    unw_cursor_t c;
+    if (unw_getcontext(&uc) < 0 || unw_init_local(&c, &uc) < 0)
+        return 0;
+    int j = (int)(tls->iframes < MTL_IFRAMES ? tls->iframes : MTL_IFRAMES) - 1, n = 0;
+    for (int i = 0; n < depth; i++) {
+        unw_word_t ip, sp;
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || unw_get_reg(&c, UNW_REG_SP, &sp) < 0 ||
+            ip == 0)
+            break;
+        if (i >= (int)drop) {
+            while (j >= 0 && n < depth && sp >= tls->iframe_sp[j])
+                out[n++] = (void *)(uintptr_t)(MTL_NODE_CUSTOM | tls->iframe_id[j--]);
+            if (n < depth)
+                out[n++] = (void *)(uintptr_t)ip;
+        }
+        if (unw_step(&c) <= 0)
+            break;
+    }
+    while (j >= 0 && n < depth)
+        out[n++] = (void *)(uintptr_t)(MTL_NODE_CUSTOM | tls->iframe_id[j--]);
+    return n;
+}
+
 uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
 {
     void *buf[MTL_MAX_DEPTH + 8];
     unsigned drop = st.skip + skip;
-    int n = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
-    if (n <= (int)drop)
-        return 0; /* no frame of the program: the empty stack */
-    void *const *frames = buf + drop;
-    n -= (int)drop;
+    void *const *frames = buf;
+    int n;
+    if (MTL_UNLIKELY(mtl__tls.iframes)) {
+        n = unwind_with_interpreter(buf, (int)mtl__pl.opt.depth, drop);
+        if (n <= 0)
+            return 0;
+    } else {
+        n = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
+        if (n <= (int)drop)
+            return 0; /* no frame of the program: the empty stack */
+        frames = buf + drop;
+        n -= (int)drop;
+    }
 
     uint64_t h = (uint64_t)n;
     for (int i = 0; i < n; i++)

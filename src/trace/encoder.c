@@ -249,7 +249,7 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     e->failed = e->err = e->ended = e->owner_dead = 0;
     /* Every definition again: a new trace knows nothing of the last. */
     e->nodes_emitted = 1;
-    e->types_emitted = 0;
+    e->strings_emitted = 0;
     mtl_spin_lock(&r->mod_lock);
     uint32_t nm = atomic_load(&r->nmodules);
     for (uint32_t i = 0; i < nm; i++) {
@@ -594,9 +594,14 @@ static int emit_nodes(struct mtl_encoder *e)
     p = mtl__put_varint(p, end - first);
     for (uint32_t id = first; id < end; id++) {
         uint32_t par = parent[id];
-        uint64_t paddr = par ? addr[par] : 0;
+        /* A native frame is coded against its parent's address, 0 for the
+         * root or a custom parent (as the reader adds it back). */
+        uint64_t paddr = par && !(addr[par] & MTL_NODE_CUSTOM) ? addr[par] : 0;
         p = mtl__put_varint(p, id - par);
-        p = mtl__put_varint(p, mtl__zigzag((int64_t)(addr[id] - paddr)) << 1);
+        if (addr[id] & MTL_NODE_CUSTOM)
+            p = mtl__put_varint(p, (addr[id] & ~MTL_NODE_CUSTOM) << 1 | 1);
+        else
+            p = mtl__put_varint(p, mtl__zigzag((int64_t)(addr[id] - paddr)) << 1);
     }
     e->nodes_emitted = end;
     e->used[MTL_S_MAIN] += (size_t)(p - out);
@@ -620,19 +625,19 @@ static void put_string_record(struct mtl_encoder *e, uint32_t id, const char *te
 /* The type names registered since the last call, as STRING records: tag
  * k is string k (mtl_region_type).  Before the events of the round, which
  * only use tags registered before them. */
-static void write_types(struct mtl_encoder *e)
+static void write_strings(struct mtl_encoder *e)
 {
-    uint32_t n = atomic_load_explicit(&e->r->ntypes, memory_order_acquire);
-    for (; e->types_emitted < n && !e->failed; e->types_emitted++) {
+    uint32_t n = atomic_load_explicit(&e->r->nstrings, memory_order_acquire);
+    for (; e->strings_emitted < n && !e->failed; e->strings_emitted++) {
         size_t len;
-        const char *name = mtl_region_type_name(e->r, e->types_emitted + 1, &len);
-        put_string_record(e, e->types_emitted + 1, name, len);
+        const char *name = mtl_region_string_text(e->r, e->strings_emitted + 1, &len);
+        put_string_record(e, e->strings_emitted + 1, name, len);
     }
 }
 
 static void write_definitions(struct mtl_encoder *e)
 {
-    write_types(e);
+    write_strings(e);
     write_modules(e, 0);
     uint64_t nodes_taken = mtl_encoder_now(e);
     int more;

@@ -67,7 +67,7 @@ struct mtl_encoder {
     uint32_t cur_thread;
     uint64_t last_rss;
     uint32_t nodes_emitted;
-    uint32_t types_emitted;    /* type names written as STRING records */
+    uint32_t strings_emitted;    /* type names written as STRING records */
     uint64_t block_seq;        /* the next block's number in the file */
     uint64_t allocations, frees, bytes; /* written so far */
     int failed;                /* the sink failed: nothing more is written */

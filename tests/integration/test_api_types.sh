@@ -58,3 +58,26 @@ expect_eq "heaptrack's reports: by function" "$(printf '%s\n' 'main 10 640' 'rep
 expect_eq "heaptrack's reports: live at the end" "30 1280" \
     "$("$M" leaks --json --not-inside _IO_file_doallocate ht.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
 echo "ok: API types and custom allocators"
+
+# Interpreter frames: tests/api/interp.c pushes its script's functions
+# (mtl_frame_push); they stand among the native frames where it pushed
+# them, in report, stacks and tree.
+cc -O0 -g -I"$R/include" -o interp "$R/tests/api/interp.c" -L"$R/build" -lmemtally \
+    -Wl,-rpath,"$R/build" || fail "cannot build interp"
+record interp.mtly ./interp >out.txt || fail "recording interp failed"
+expect_eq "interp under memtally: its output" "interp ok" "$(cat out.txt)"
+W="--wrapper builtin_alloc --not-inside _IO_file_doallocate"
+# shellcheck disable=SC2086
+expect_eq "interp: script functions as sites" "$(printf '%s\n' 'build (script.mini:7) 5 1000' 'load (script.mini:3) 20 2000')" \
+    "$("$M" report --total --json $W interp.mtly | jq -r '.total.rows[] | "\(.function) \(.calls) \(.bytes)"' | sort)"
+# shellcheck disable=SC2086
+expect_eq "interp: inclusive, each block once per script function" \
+    "$(printf '%s\n' 'build (script.mini:7) 15 2000' 'load (script.mini:3) 20 2000' 'main (script.mini:12) 25 3000')" \
+    "$("$M" report --total --inclusive --json $W interp.mtly |
+       jq -r '.total.rows[] | select(.function | test("script")) | "\(.function) \(.calls) \(.bytes)"' | sort)"
+expect_eq "interp: a stack, native and script frames interleaved" \
+    '[10,["builtin_alloc","load (script.mini:3)","eval","build (script.mini:7)","eval","main (script.mini:12)","eval","main"]]' \
+    "$("$M" stacks --json --target builtin_alloc --depth 8 interp.mtly | jq -c '.rows[0] | [.count, [.frames[].function]]')"
+expect_eq "interp: the call tree holds the script's frames" 3 \
+    "$("$M" tree --json interp.mtly | grep -o '"function": "[a-z]* (script.mini:[0-9]*)"' | sort -u | wc -l)"
+echo "ok: interpreter frames"
