@@ -186,6 +186,18 @@ sed -n 's|.*window.MEMTALLY_DATA = \(.*\);</script>.*|\1|p' typed.html >typed.js
 expect_jq "--html data: tagged allocations" typed.json '.info.tagged_allocations' 3
 expect_jq "--html data: types" typed.json '[.types.total.rows[] | [.type, .calls, .bytes]]' \
     '[["Buffer",1,4096],["Node",2,96],["(untagged)",1,10]]'
+# The type filter, as every filter, through the API too.
+start_view view3 typed.mtly
+pid3=$view_pid url=$view_url
+trap 'kill $pid3 2>/dev/null' EXIT
+get r '/api/report?type=Node'
+expect_status "report?type=Node" 200
+"$MEMTALLY_BIN" report --total --json --type Node typed.mtly >cli.json || fail "report --type Node failed"
+cmp -s cli.json r.json || fail "the API's report?type=Node differs from report --total --json --type Node"
+expect_jq "report?type=Node" r.json '[.total.calls, .total.bytes]' '[2,96]'
+kill -INT $pid3
+wait $pid3
+trap - EXIT
 
 # Bad input: one line, non-zero.
 expect_error "view of no trace" 1 view no-such.mtly
