@@ -1,10 +1,11 @@
 /*
  * cmd_export.c: `memtally export TRACE --format F [-o OUT]`: the engine's
- * results in the formats other tools read (render/export.c).  Formats so
- * far: folded (flamegraph.pl, inferno, speedscope), speedscope (its own
- * JSON, a profile per thread), massif (ms_print), pprof (go tool pprof,
- * Pyroscope, Parca) and csv (the rows of report).  Every analysis filter
- * applies.
+ * results in the formats other tools read: folded (flamegraph.pl, inferno,
+ * speedscope), speedscope (its own JSON, a profile per thread), massif
+ * (ms_print) and csv (the rows of report) in render/export.c; pprof (go
+ * tool pprof, Pyroscope, Parca) in render/pprof.c; dhat (dh_view.html) in
+ * render/dhat.c; sqlite (a database for SQL) in render/sqlite.c.  Every
+ * analysis filter applies.
  */
 #include <errno.h>
 #include <stdio.h>
