@@ -77,6 +77,11 @@ int mtl_recording(void);
  * disabled.  `memtally report --by type` counts blocks by it. */
 uint32_t mtl_type(const char *name);
 
+/* Tags a block already recorded (from malloc, new, mtl_alloc) with a type,
+ * for runtimes that learn an object's type after allocating it; returns
+ * block.  Its figures then count under that type in every analysis. */
+void *mtl_tag(void *block, uint32_t tag);
+
 /* A block handed out by the program's own allocator (a pool, an arena, a
  * garbage collector): recorded with the caller's stack, thread and time,
  * tagged with tag (0: none), and counted in every analysis like malloc's
@@ -115,7 +120,8 @@ void mtl_frame_push(uint32_t frame);
 void mtl_frame_pop(void);
 
 /* A function of the program's, called in the allocating thread for each
- * allocation and free recorded (ev: type MTL_EV_ALLOC or MTL_EV_FREE, the
+ * allocation, free and tag recorded (ev: type MTL_EV_ALLOC, MTL_EV_FREE or
+ * MTL_EV_TAG, the
  * time in us since the trace began, thread index, pointer, size, stack id
  * and type tag as the trace has them).  It may allocate: those blocks are
  * recorded but not reported to it.  NULL removes it.  Called only while

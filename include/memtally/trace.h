@@ -47,6 +47,8 @@ enum mtl_event_type {
     MTL_EV_MODULE_LOAD = 6,  /* module */
     MTL_EV_MODULE_UNLOAD = 7,/* module */
     MTL_EV_RSS = 8,          /* size: resident set size in bytes */
+    MTL_EV_TAG = 9,          /* ptr, tag: the live block at ptr has this type
+                                tag from now on, as if allocated with it */
 };
 
 struct mtl_event {

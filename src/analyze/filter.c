@@ -109,8 +109,10 @@ int mtl_filter_add_pattern(const char **list, size_t *n, const char *pattern)
 
 int mtl_filter_decidable_at_alloc(const struct mtl_filter *f)
 {
+    /* --type too: a TAG record may give a block its tag after its
+     * allocation, so its tag is known at its fate. */
     return !f->live_at_set && !f->live_between.set && !f->freed.set &&
-           !f->never_freed && !f->lifetime.set && !f->temporary;
+           !f->never_freed && !f->lifetime.set && !f->temporary && !f->type;
 }
 
 int mtl_filter_on_stacks(const struct mtl_filter *f)

@@ -45,7 +45,7 @@
 #include "memtally/errors.h"
 
 #define IX_MAGIC "MTLINDEX"
-#define IX_VERSION 5u   /* 5: the type tag column */
+#define IX_VERSION 6u   /* 5: the type tag column; 6: late tags (TAG records) */
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -78,8 +78,10 @@ struct ix_fchunk {
 };
 
 /* A free recorded after its block's chunk was written. */
+/* A block whose chunk was written before its free, or before a TAG record
+ * retagged it: its lifetime and flags (0 if never freed), its tag. */
 struct ix_late {
-    uint64_t block, life, flags;
+    uint64_t block, life, flags, tag;
 };
 
 struct ix_thread {
@@ -545,8 +547,8 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
         for (uint32_t i = 0; i < a->n; i++)
             if (col[MTL_IXA_TAG][i] > ix->defs.nstrings)
                 return MTL_ECORRUPT;
-    /* The frees recorded after the chunk was written. */
-    if (mask & (1u << MTL_IXA_LIFE | 1u << MTL_IXA_FLAGS) && ix->h->nlate) {
+    /* The frees and tags recorded after the chunk was written. */
+    if (mask & (1u << MTL_IXA_LIFE | 1u << MTL_IXA_FLAGS | 1u << MTL_IXA_TAG) && ix->h->nlate) {
         uint64_t lo = 0, hi = ix->h->nlate;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
@@ -561,6 +563,11 @@ int mtl_ix_blocks(struct mtl_ix_cursor *cur, uint64_t c, unsigned mask,
                 cur->acol[MTL_IXA_LIFE][at] = ix->late[i].life;
             if (col[MTL_IXA_FLAGS])
                 cur->acol[MTL_IXA_FLAGS][at] |= ix->late[i].flags;
+            if (col[MTL_IXA_TAG]) {
+                if (ix->late[i].tag > ix->defs.nstrings)
+                    return MTL_ECORRUPT;
+                cur->acol[MTL_IXA_TAG][at] = ix->late[i].tag;
+            }
         }
     }
     *n = a->n;
@@ -737,7 +744,7 @@ static int put_event(struct build *b, int alloc)
 
 /* The row of block j, wherever it is. */
 struct row {
-    uint64_t alloc_us, size, stack, thread;
+    uint64_t alloc_us, size, stack, thread, tag;
 };
 
 /* Block j ends at t.  flags: MTL_IX_TEMPORARY, MTL_IX_FREE_LOST. */
@@ -750,7 +757,7 @@ static int end_block(struct build *b, uint64_t j, uint64_t t, unsigned flags,
         p->col[MTL_IXA_LIFE][j - p->first] = life;
         p->col[MTL_IXA_FLAGS][j - p->first] |= flags;
     } else {
-        struct ix_late late = { j, life, flags };
+        struct ix_late late = { j, life, flags, r->tag };
         mtl_buf_add(&b->late, &late, sizeof late);
     }
     b->fcol[MTL_IXF_BLOCK][b->nfree_rows] = j;
@@ -766,6 +773,8 @@ static int end_block(struct build *b, uint64_t j, uint64_t t, unsigned flags,
 struct live {
     uint64_t block, alloc_us, size;
     uint32_t stack, thread;
+    uint32_t tag;          /* as the last TAG record made it */
+    uint32_t retagged;     /* a TAG record came after its chunk was written */
 };
 
 /* A free slot of b->lives for a new live block. */
@@ -799,7 +808,7 @@ static int end_live(struct build *b, uint32_t slot, uint64_t t, unsigned flags,
                     const struct mtl_event *ev)
 {
     struct live *l = (struct live *)b->lives.data + slot;
-    struct row r = { l->alloc_us, l->size, l->stack, l->thread };
+    struct row r = { l->alloc_us, l->size, l->stack, l->thread, l->tag };
     int rc = end_block(b, l->block, t, flags, &r);
     if (rc < 0)
         return rc;
@@ -846,7 +855,7 @@ static int on_event(struct build *b, const struct mtl_event *ev)
         p->col[MTL_IXA_FLAGS][at] = 0;
         p->col[MTL_IXA_TAG][at] = ev->tag;
         struct live *l = (struct live *)b->lives.data + slot;
-        *l = (struct live){ j, ev->time_us, ev->size, ev->stack, ev->thread };
+        *l = (struct live){ j, ev->time_us, ev->size, ev->stack, ev->thread, ev->tag, 0 };
         if ((rc = put_event(b, 1)) < 0)
             return rc;
         if ((rc = mtl_stackagg_add(&b->stacks, ev->thread, ev->stack, ev->weight_count,
@@ -870,6 +879,23 @@ static int on_event(struct build *b, const struct mtl_event *ev)
             return mtl_totals_event(&b->totals, ev, NULL); /* from before the trace */
         const struct live *l = (const struct live *)b->lives.data + slot;
         return end_live(b, slot, ev->time_us, l->block == last ? MTL_IX_TEMPORARY : 0, ev);
+    }
+    if (ev->type == MTL_EV_TAG) {
+        /* A live block gets a new tag: in its row if not written yet, else
+         * in a late entry (at its free, or at the end). */
+        uint32_t slot, old;
+        if (!mtl_addrmap_take(&b->live, ev->ptr, &slot))
+            return 0; /* no such block: from before the trace */
+        if (mtl_addrmap_put(&b->live, ev->ptr, slot, &old) < 0)
+            return MTL_ENOMEM;
+        struct live *l = (struct live *)b->lives.data + slot;
+        struct pending *p = pending_of(b, l->block);
+        l->tag = ev->tag;
+        if (p)
+            p->col[MTL_IXA_TAG][l->block - p->first] = ev->tag;
+        else
+            l->retagged = 1;
+        return 0;
     }
     if (ev->type == MTL_EV_RSS) {
         struct mtl_ix_rss r = { ev->time_us, ev->size };
@@ -907,8 +933,25 @@ static int put_section(struct build *b, struct ix_header *h, enum ix_section s,
 }
 
 /* Everything after the chunks, then the header at the front. */
+/* Blocks still live at the end that a TAG record retagged after their
+ * chunk was written: a late entry each (never freed: no lifetime). */
+static int late_tags(struct build *b)
+{
+    const struct live *ls = (const struct live *)b->lives.data;
+    size_t n = b->lives.len / sizeof *ls;
+    for (size_t i = 0; i < n; i++)
+        if (ls[i].block != UINT64_MAX && ls[i].retagged) {
+            struct ix_late late = { ls[i].block, 0, 0, ls[i].tag };
+            mtl_buf_add(&b->late, &late, sizeof late);
+        }
+    return b->late.failed ? MTL_ENOMEM : 0;
+}
+
 static int finish(struct build *b, const struct mtl_reader *r, const struct ix_identity *id)
 {
+    int lrc = late_tags(b);
+    if (lrc < 0)
+        return lrc;
     struct mtl_defs d;
     mtl__reader_defs(r, &d);
     struct ix_header h;

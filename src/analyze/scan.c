@@ -42,7 +42,8 @@ static uint32_t tid_of(const struct mtl_reader *r, uint32_t thread)
 }
 
 /* 1 if a block of type tag passes --type, 0 if not, negative on error;
- * cached per tag (tags are strings defined before the blocks use them). */
+ * cached per tag (tags are strings defined before the records that use
+ * them).  Asked at a block's fate: a TAG record may change its tag. */
 static int tag_passes(struct scan *s, uint32_t tag)
 {
     if (!s->f->type)
@@ -141,6 +142,9 @@ static int settle_as(struct scan *s, uint64_t ptr, const struct mtl_ptrmap_val *
         return 0; /* reported in pass 1; pass 2 is for the events */
     if (!mtl_filter_at_free(s->f, v->time_us, free_us, s->end_us))
         return 0;
+    int typed = tag_passes(s, v->tag); /* its tag as TAG records left it */
+    if (typed <= 0)
+        return typed;
     if (s->f->temporary && (lost || free_us == MTL_NEVER || s->seq != v->seq + 1))
         return 0;
     if (s->two_pass && mtl_bitset_set(&s->passed, v->ordinal) < 0)
@@ -232,8 +236,6 @@ static int on_alloc(struct scan *s, const struct mtl_event *ev)
     int passes = !s->alloc_filters ||
                  mtl_filter_at_alloc(s->f, ev->size, tid_of(s->r, ev->thread), ev->thread,
                                      ev->time_us);
-    if (passes && (passes = tag_passes(s, ev->tag)) < 0)
-        return passes;
     if (passes && (passes = stack_passes(s, ev->stack)) < 0)
         return passes;
     /* An address allocated again without a free between: its free was
@@ -305,6 +307,13 @@ static int one_pass(struct scan *s)
         } else if (ev.type == MTL_EV_FREE) {
             rc = on_free(s, &ev);
         } else {
+            /* A live block followed takes its new tag (its fate tells it). */
+            struct mtl_ptrmap_val v;
+            if (ev.type == MTL_EV_TAG && mtl_ptrmap_take(&s->live, ev.ptr, &v)) {
+                v.tag = ev.tag;
+                if (mtl_ptrmap_put(&s->live, ev.ptr, &v, NULL) < 0)
+                    return MTL_ENOMEM;
+            }
             /* Threads and modules come with these: the definitions grow. */
             if (s->in->d && s->pass != 2)
                 refresh_defs(s);
@@ -352,9 +361,7 @@ static int alloc_pass(struct scan *s)
                 !mtl_filter_at_alloc(f, b->size[i], tid_of(s->r, b->thread[i]), b->thread[i],
                                      b->time_us[i]))
                 continue;
-            int passes = tag_passes(s, b->tag[i]);
-            if (passes > 0)
-                passes = stack_passes(s, b->stack[i]);
+            int passes = stack_passes(s, b->stack[i]);
             if (passes <= 0) {
                 rc = passes;
                 continue;
@@ -427,7 +434,7 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
     s.pass = s.two_pass ? 1 : 0;
     s.at_alloc = ops->alloc_only && (ops->block || ops->sums) && !ops->event &&
                  mtl_filter_decidable_at_alloc(f);
-    s.alloc_filters = f->size.set || f->allocated.set || f->thread_set || f->type;
+    s.alloc_filters = f->size.set || f->allocated.set || f->thread_set;
     if (s.at_alloc)
         mtl_reader_skip_pointers(in->r, 1); /* nothing is matched by address */
     /* end_us is needed by --lifetime for blocks never freed, before the

@@ -45,10 +45,11 @@ int mtl__type_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_
         return MTL_ENOMEM;
     for (unsigned p = 0; p < MTL_MAX_THREADS; p++)
         t->part[p].per_thread = out->per_thread;
+    /* Not at allocation: a TAG record may give a block its tag later, and
+     * its fate knows the last. */
     struct mtl_scan_ops ops = {
         .part_block = on_block,
         .parts = MTL_MAX_THREADS,
-        .alloc_only = 1,
         .needs = MTL_NEED_SIZE | MTL_NEED_THREAD | MTL_NEED_TAG,
     };
     struct mtl_scan_result res = { 0 };

@@ -103,7 +103,7 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
 {
     static const char *const names[] = { "", "alloc", "free", "thread-start",
                                          "thread-name", "thread-exit", "module-load",
-                                         "module-unload", "rss" };
+                                         "module-unload", "rss", "tag" };
     const struct mtl_defs *df = mtl_engine_defs(d->e);
     char ptr[32];
     struct mtl_json *j = &d->j;
@@ -152,6 +152,13 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
     case MTL_EV_RSS:
         mtl_json_kv_uint(j, "bytes", ev->size);
         break;
+    case MTL_EV_TAG: {
+        const char *name = mtl_defs_string(df, ev->tag);
+        snprintf(ptr, sizeof ptr, "0x%" PRIx64, ev->ptr);
+        mtl_json_kv_string(j, "ptr", ptr);
+        mtl_json_kv_string(j, "tag", name ? name : "");
+        break;
+    }
     }
     mtl_json_end(j);
 }
@@ -197,6 +204,12 @@ static void event_text(struct dump *d, const struct mtl_event *ev)
     case MTL_EV_MODULE_UNLOAD:
         mtl_buf_addf(b, "%" PRIu64 " - module-unload m%u\n", ev->time_us, ev->module);
         break;
+    case MTL_EV_TAG: {
+        const char *name = mtl_defs_string(df, ev->tag);
+        mtl_buf_addf(b, "%" PRIu64 " t%u tag ptr=0x%" PRIx64 " type=%s\n", ev->time_us,
+                     ev->thread, ev->ptr, name ? name : "(none)");
+        break;
+    }
     case MTL_EV_RSS:
         mtl_buf_addf(b, "%" PRIu64 " - rss bytes=%" PRIu64 "\n", ev->time_us, ev->size);
         break;

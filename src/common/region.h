@@ -48,6 +48,7 @@ enum mtl_cev_type {
     MTL_CEV_THREAD_START,   /* a: tid */
     MTL_CEV_THREAD_NAME,    /* a, b: the name, 16 bytes, NUL padded */
     MTL_CEV_THREAD_EXIT,
+    MTL_CEV_TAG,            /* a: ptr, b: type tag (mtl_tag) */
 };
 
 /* An ALLOC's b: the size in the low 48 bits, its type tag (0: none) in

@@ -116,6 +116,23 @@ ALWAYS_INLINE void note_free(void *p)
     errno = saved;
 }
 
+EXPORT void *mtl_tag(void *block, uint32_t tag)
+{
+    struct mtl__tls *tls = &mtl__tls;
+    uint64_t p = (uint64_t)(uintptr_t)block;
+    if (!block || !wanted(tls))
+        return block;
+    /* Sampled mode: a block never sampled has no event to tag. */
+    if (mtl__pl.opt.sample_rate && !mtl__sampled_maybe(p))
+        return block;
+    int saved = errno;
+    tls->in_hook = 1;
+    mtl__record_tag(p, tag);
+    tls->in_hook = 0;
+    errno = saved;
+    return block;
+}
+
 EXPORT void mtl_alloc(void *p, size_t size, uint32_t tag)
 {
     note_alloc(p, size, tag);

@@ -241,28 +241,51 @@ void mtl__record_free(uint64_t ptr)
     }
 }
 
+/* With ts locked: this thread's latest allocation event of ptr among its
+ * last 64, if the writer has not read it (the thread's chunk is its own
+ * until the writer detaches it, which takes this lock), else NULL. */
+static struct mtl_cev *unread_alloc(struct mtl_tstate *ts, uint64_t ptr)
+{
+    if (!ts->cur)
+        return NULL;
+    struct mtl_chunk *c = mtl_region_chunk(R, ts->cur);
+    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+    for (uint32_t i = n; i-- > 0 && n - i <= 64;) {
+        struct mtl_cev *e = &c->ev[i];
+        if (MTL_CEV_TYPE(e) == MTL_CEV_ALLOC && e->a == ptr)
+            return e;
+    }
+    return NULL;
+}
+
 int mtl__drop_alloc_size(uint64_t ptr)
 {
     struct mtl_tstate *ts = mtl__thread_state();
-    int done = 0;
     if (!ts)
         return 0;
-    /* The thread's chunk is its own until the writer detaches it, which
-     * takes this lock: an event found here has not been read. */
     mtl_spin_lock(&ts->lock);
-    if (ts->cur) {
-        struct mtl_chunk *c = mtl_region_chunk(R, ts->cur);
-        uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
-        for (uint32_t i = n; i-- > 0 && n - i <= 64 && !done;) {
-            struct mtl_cev *e = &c->ev[i];
-            if (MTL_CEV_TYPE(e) == MTL_CEV_ALLOC && e->a == ptr) {
-                e->b = 0;
-                done = 1;
-            }
-        }
-    }
+    struct mtl_cev *e = unread_alloc(ts, ptr);
+    if (e)
+        e->b = 0;
     mtl_spin_unlock(&ts->lock);
-    return done;
+    return e != NULL;
+}
+
+void mtl__record_tag(uint64_t ptr, uint32_t tag)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    if (!ts)
+        return;
+    /* Most often the block was allocated just before, by this thread, and
+     * its event not read yet: the tag goes in it.  Else a TAG event. */
+    mtl_spin_lock(&ts->lock);
+    struct mtl_cev *e = tag <= 0xffff ? unread_alloc(ts, ptr) : NULL;
+    if (e)
+        e->b = MTL_CEV_SIZE(e->b) | (uint64_t)tag << MTL_CEV_SIZE_BITS;
+    mtl_spin_unlock(&ts->lock);
+    if (!e)
+        append(ts, MTL_CEV_TAG, ptr, tag, 0);
+    mtl__user_hook(MTL_CEV_TAG, ptr, (uint64_t)(tag & 0xffff) << MTL_CEV_SIZE_BITS, 0);
 }
 
 uint64_t mtl__begin_pending(void)

@@ -118,9 +118,11 @@ extern _Atomic uint32_t mtl__pools MTL_HIDDEN;
 /* The size of this thread's latest recorded allocation of ptr set to 0,
  * if the writer has not read it yet (1), else 0. */
 int mtl__drop_alloc_size(uint64_t ptr) MTL_HIDDEN;
+/* The live block at ptr has type tag from now on (mtl_tag). */
+void mtl__record_tag(uint64_t ptr, uint32_t tag) MTL_HIDDEN;
 /* userhook.c: the program's hook (mtl_set_hook), if any, told of an event
- * just recorded (type MTL_CEV_ALLOC or _FREE; size_tag as a chunk event's
- * b).  Cheap when none is set. */
+ * just recorded (type MTL_CEV_ALLOC, _FREE or _TAG; size_tag as an
+ * allocation event's b).  Cheap when none is set. */
 struct hook;
 extern _Atomic(struct hook *) mtl__user_hook_set MTL_HIDDEN;
 void mtl__call_user_hook(unsigned type, uint64_t ptr, uint64_t size_tag, uint32_t stack)

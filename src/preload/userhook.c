@@ -1,6 +1,6 @@
 /*
  * userhook.c: mtl_set_hook, a function of the program called in the
- * allocating thread for each recorded allocation and free (Crystal's
+ * allocating thread for each recorded allocation, free and tag (Crystal's
  * __trace_new).  It is called after the event is appended, with no lock
  * of ours held and memtally's own guard lowered, so that it may allocate:
  * what it allocates is recorded as the program's own, but not reported to
@@ -47,7 +47,8 @@ void mtl__call_user_hook(unsigned type, uint64_t ptr, uint64_t size_tag, uint32_
     if (!h || tls->in_user_hook || tls->writer)
         return;
     struct mtl_event ev = {
-        .type = type == MTL_CEV_ALLOC ? MTL_EV_ALLOC : MTL_EV_FREE,
+        .type = type == MTL_CEV_ALLOC ? MTL_EV_ALLOC
+                : type == MTL_CEV_TAG ? MTL_EV_TAG : MTL_EV_FREE,
         .time_us = mtl__now_ns() / 1000,
         .thread = tls->index,
         .ptr = ptr,

@@ -303,6 +303,15 @@ static inline void put_ptr(struct mtl_encoder *e, uint64_t ptr)
     e->last_ptr = ptr;
 }
 
+/* TAG: the live block at ptr has type tag from now on (mtl_tag). */
+static void put_tag(struct mtl_encoder *e, uint64_t t_ns, uint64_t ptr, uint32_t tag)
+{
+    put_byte(e, MTL_S_MAIN, MTL_REC_TAG);
+    put_dt(e, t_ns);
+    put_ptr(e, ptr);
+    put_var(e, MTL_S_MAIN, tag);
+}
+
 static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
 {
     reserve(e, 64);
@@ -337,6 +346,9 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
         put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
         put_dt(e, t);
         put_ptr(e, ev->a);
+        break;
+    case MTL_CEV_TAG:
+        put_tag(e, t, ev->a, (uint32_t)ev->b);
         break;
     case MTL_CEV_THREAD_START:
         put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_START);
@@ -966,6 +978,9 @@ void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, ui
         put_byte(e, MTL_S_MAIN, MTL_REC_RSS);
         put_dt(e, t);
         put_var(e, MTL_S_MAIN, ev->size);
+        break;
+    case MTL_EV_TAG:
+        put_tag(e, t, ev->ptr, ev->tag);
         break;
     default:
         break;

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 1u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 2u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
 /* Every block: u32 magic, u32 compressed size, u32 raw size, u32 check of
@@ -50,6 +51,7 @@ enum mtl__record {
     MTL_REC_ALLOC_EX = 0x0c,
     MTL_REC_RSS = 0x0d,
     MTL_REC_END = 0x0e,
+    MTL_REC_TAG = 0x0f,         /* version 2 */
 };
 
 /* Flags of an ALLOC_EX record. */

@@ -277,6 +277,12 @@ static int put(struct merge *m, size_t k, const struct mtl_event *src, uint64_t 
         ev.thread = thread;
         mtl_encoder_put_event(m->e, &ev, 0, NULL);
         return 0;
+    case MTL_EV_TAG:
+        if (src->tag && map_string(m, in, src->tag, &ev.tag) < 0)
+            return -1;
+        ev.ptr = src->ptr ^ ((uint64_t)k << INPUT_SHIFT);
+        mtl_encoder_put_event(m->e, &ev, 0, NULL);
+        return 0;
     case MTL_EV_ALLOC:
         in->allocations++;
         if (map_node(m, in, src->stack, &ev.stack) < 0 ||

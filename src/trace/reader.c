@@ -613,6 +613,18 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         ev->stack = ev->tag = ev->module = 0;
         ev->weight_count = ev->weight_bytes = 0;
         return 1;
+    case MTL_REC_TAG:
+        if (r->info.version < 2)
+            return MTL_ECORRUPT; /* not a record of version 1 */
+        if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, &ev->ptr)) < 0)
+            return rc;
+        GET(v);
+        if (v >= MAX_STRINGS)
+            return MTL_ECORRUPT;
+        ev->type = MTL_EV_TAG;
+        ev->thread = r->cur_thread;
+        ev->tag = (uint32_t)v;
+        return 1;
     case MTL_REC_RSS:
         if ((rc = advance_time(r, ev)) < 0)
             return rc;
@@ -848,7 +860,8 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
         rc = MTL_ENOTTRACE;
     else if (n < (ssize_t)sizeof h)
         rc = MTL_ECORRUPT;
-    else if (mtl__get_u32le(h + 8) != MTL_FORMAT_VERSION)
+    else if (mtl__get_u32le(h + 8) < MTL_FORMAT_OLDEST ||
+             mtl__get_u32le(h + 8) > MTL_FORMAT_VERSION)
         rc = MTL_EVERSION;
     else if (mtl__get_u32le(h + 12) != 0)
         rc = MTL_ECORRUPT; /* no flags are defined in this version */
@@ -857,7 +870,7 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
         return rc;
     }
     r->pos = MTL_FILE_HEADER_SIZE;
-    r->info.version = MTL_FORMAT_VERSION;
+    r->info.version = mtl__get_u32le(h + 8);
     r->info.program = r->info.command_line = "";
     r->nnodes = 1;
     uint32_t cap = 0;

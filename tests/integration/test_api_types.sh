@@ -81,3 +81,46 @@ expect_eq "interp: a stack, native and script frames interleaved" \
 expect_eq "interp: the call tree holds the script's frames" 3 \
     "$("$M" tree --json interp.mtly | grep -o '"function": "[a-z]* (script.mini:[0-9]*)"' | sort -u | wc -l)"
 echo "ok: interpreter frames"
+
+# mtl_tag: blocks from malloc tagged afterwards (tests/api/tag_after.c):
+# right away (the tag goes in the allocation's event) and long after (a
+# TAG record), both counted by type, streamed and from the index, whose
+# rows of the late ones were written before their tags came.
+cc -O0 -g -I"$R/include" -o tag_after "$R/tests/api/tag_after.c" -L"$R/build" -lmemtally \
+    -Wl,-rpath,"$R/build" || fail "cannot build tag_after"
+record tag.mtly ./tag_after >out.txt || fail "recording tag_after failed"
+expect_eq "tag_after under memtally: its output" "tag ok" "$(cat out.txt)"
+[ "$("$M" dump tag.mtly | grep -c ' tag ptr=')" -ge 50 ] || fail "tag_after: no TAG records for the late tags"
+for idx in --no-index ""; do
+    # shellcheck disable=SC2086
+    expect_eq "mtl_tag: types $idx" "Node 100 4800 80 3840 Late 50 800 40 640" \
+        "$("$M" types $idx --json tag.mtly | jq -r '[.rows[] | select(.type != "(untagged)") |
+            "\(.type) \(.calls) \(.bytes) \(.live_blocks) \(.live_bytes)"] | join(" ")')"
+    # shellcheck disable=SC2086
+    expect_eq "mtl_tag: leaks --type Late $idx" "40 640" \
+        "$("$M" leaks $idx --json --type Late tag.mtly | jq -r '"\(.rows | map(.blocks) | add) \(.rows | map(.bytes) | add)"')"
+done
+# The rules of a TAG record, on a trace written by hand: the last tag
+# counts, a tag of no live block is nothing, a block freed before its tag
+# keeps the tag it had.
+mktrace tags.mtly <<'EOT'
+header program=/bin/tags pid=5 mode=full
+stack s site main
+start 0 0 5 main
+alloc 10 0 0x1000 10 s
+alloc 11 0 0x2000 20 s Old
+alloc 12 0 0x3000 30 s
+free 13 0 0x3000
+tag 20 0 0x1000 A
+tag 21 0 0x1000 B
+tag 22 0 0x2000 A
+tag 23 0 0x3000 A
+tag 24 0 0x9000 A
+end 100
+EOT
+for idx in --no-index ""; do
+    # shellcheck disable=SC2086
+    expect_eq "TAG records: the last tag counts $idx" "(untagged) 1 30 A 1 20 B 1 10" \
+        "$("$M" report --total --by type $idx --json tags.mtly | jq -r '[.total.rows[] | "\(.type) \(.calls) \(.bytes)"] | sort | join(" ")')"
+done
+echo "ok: mtl_tag"

@@ -37,6 +37,8 @@
  *       with TYPE, the block carries that type tag (an ALLOC_EX record).
  *   free TIME THREAD PTR
  *       Thread THREAD frees the block at PTR.
+ *   tag TIME THREAD PTR TYPE
+ *       The block at PTR gets the type tag TYPE from then on (a TAG record).
  *   rss TIME BYTES
  *       The resident set size is BYTES.
  *   end TIME [exit | exec | signal N | stop]
@@ -397,6 +399,16 @@ static void statement(char **w, int n)
         tb_byte(&mk.b, MTL_REC_FREE);
         at(w[1]);
         pointer(ptr);
+    } else if (!strcmp(s, "tag")) {
+        need(n, 5, 5, "tag TIME THREAD PTR TYPE");
+        uint64_t ptr = number(w[3], "bad pointer '%s'");
+        uint32_t tag = string_id(w[4]);
+        switch_to(thread_of(w[2]));
+        room();
+        tb_byte(&mk.b, MTL_REC_TAG);
+        at(w[1]);
+        pointer(ptr);
+        tb_var(&mk.b, tag);
     } else if (!strcmp(s, "rss")) {
         need(n, 3, 3, "rss TIME BYTES");
         room();

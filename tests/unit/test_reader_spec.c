@@ -206,7 +206,11 @@ static void test_damage(void)
     FILE *fp;
 
     fp = fopen(path, "wb");
-    file_header(fp, 2, 0);
+    file_header(fp, 3, 0); /* a version newer than this reader's */
+    fclose(fp);
+    expect_open_error(MTL_EVERSION);
+    fp = fopen(path, "wb");
+    file_header(fp, 0, 0);
     fclose(fp);
     expect_open_error(MTL_EVERSION);
 
