@@ -41,6 +41,7 @@ static const char usage[] =
 
 struct merge_args {
     const char **paths;
+    char *sibling_names;    /* the paths add_siblings made */
     size_t n;
     const char *out;
     int force, tree;
@@ -74,10 +75,11 @@ static int add_siblings(struct merge_args *m)
     all[0] = first;
     for (size_t k = 1; k <= count; k++) {
         snprintf(names + k * len, len, "%s.%zu", first, k);
-        all[k] = names + k * len; /* lives until the command ends */
+        all[k] = names + k * len;
     }
     free(m->paths);
     m->paths = all;
+    m->sibling_names = names;
     m->n = 1 + count;
     return 0;
 }
@@ -177,6 +179,7 @@ int cmd_merge(int argc, char **argv)
     int rc = parse(&m, argc, argv);
     if (rc) {
         free(m.paths);
+        free(m.sibling_names);
         return rc < 0 ? 0 : 2;
     }
     /* What made it, as its command line. */
@@ -185,10 +188,12 @@ int cmd_merge(int argc, char **argv)
         len += strlen(m.paths[k]) + 1;
     char *cmd = malloc(len), *tmp = malloc(strlen(m.out) + 32);
     struct mtl_merge_input_stats *in = calloc(m.n, sizeof *in);
+    struct mtl_merge_stats st = { .inputs = in };
     static struct mtl_encoder enc; /* large: not on the stack */
+    int bad = 1;
     if (!cmd || !tmp || !in || mtl_encoder_setup(&enc) < 0) {
         cli_error("merge: out of memory");
-        return 1;
+        goto out;
     }
     size_t used = (size_t)snprintf(cmd, len, "memtally merge%s%s", m.tree ? " --tree" : "",
                                    m.force ? " --force" : "");
@@ -198,10 +203,9 @@ int cmd_merge(int argc, char **argv)
     int fd = mtl_trace_create_new(tmp);
     if (fd < 0) {
         cli_error("merge: cannot write %s: %s", m.out, mtl_trace_create_error(fd));
-        return 1;
+        goto out;
     }
     struct mtl_merge_options o = { .tree = m.tree, .force = m.force, .command_line = cmd };
-    struct mtl_merge_stats st = { .inputs = in };
     char err[1024];
     rc = mtl_merge(&enc, m.paths, m.n, &o, fd_sink, &fd, &st, err, sizeof err);
     int closed = close(fd) == 0;
@@ -212,7 +216,7 @@ int cmd_merge(int argc, char **argv)
     if (rc != 0) {
         unlink(tmp);
         cli_error("merge: %s", err);
-        return 1;
+        goto out;
     }
     printf("merged %zu traces into %s: %llu allocations, %u threads, %u modules, %.3f s\n", m.n,
            m.out, (unsigned long long)st.allocations, st.threads, st.modules,
@@ -227,11 +231,13 @@ int cmd_merge(int argc, char **argv)
         printf(": %llu allocations%s\n", (unsigned long long)in[k].allocations,
                in[k].truncated ? "; cut short: merged as far as it goes" : "");
     }
-    int bad = m.tree ? show_tree_peak(m.out, &st, m.n) : 0;
+    bad = m.tree ? show_tree_peak(m.out, &st, m.n) : 0;
+out:
     free(st.thread_input);
     free(cmd);
     free(tmp);
     free(in);
     free(m.paths);
+    free(m.sibling_names);
     return bad;
 }
