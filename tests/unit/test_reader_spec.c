@@ -64,14 +64,20 @@ static void good_blocks(struct tb_buf *b1, struct tb_buf *b2, int with_end)
         tb_byte(b2, MTL_REC_END), tb_dt(b2, 0), tb_var(b2, 0), tb_var(b2, 0);
 }
 
-static void write_trace(const struct tb_buf *b1, const struct tb_buf *b2)
+static void write_trace_version(uint32_t version, const struct tb_buf *b1,
+                                const struct tb_buf *b2)
 {
     FILE *f = fopen(path, "wb");
-    file_header(f, 1, 0);
+    file_header(f, version, 0);
     block(f, b1, 0);
     if (b2)
         block(f, b2, 0);
     fclose(f);
+}
+
+static void write_trace(const struct tb_buf *b1, const struct tb_buf *b2)
+{
+    write_trace_version(1, b1, b2);
 }
 
 /* Reads to the end; returns mtl_reader_next's final code, counts events. */
@@ -331,6 +337,38 @@ static void test_records_after_end(void)
     mtl_reader_close(r);
 }
 
+/* TAG (version 2): the block at its pointer gets a type tag; in a
+ * version 1 file the record is corrupt. */
+static void test_tag(void)
+{
+    struct tb_buf b1, b2;
+    good_blocks(&b1, &b2, 0);
+    tb_byte(&b2, MTL_REC_STRING), tb_var(&b2, 1), tb_str(&b2, "Node");
+    /* the last pointer was 0x1000 (the free): 0x1100 is the block of 50 */
+    tb_byte(&b2, MTL_REC_TAG), tb_dt(&b2, 3), tb_ptr_delta(&b2, 0x100), tb_var(&b2, 1);
+    tb_byte(&b2, MTL_REC_END), tb_dt(&b2, 0), tb_var(&b2, 0), tb_var(&b2, 0);
+    write_trace_version(2, &b1, &b2);
+    struct mtl_reader *r;
+    CHECK(mtl_reader_open(&r, path) == 0);
+    CHECK_EQ(mtl_reader_info(r)->version, 2);
+    struct mtl_event ev;
+    int tags = 0, rc;
+    while ((rc = mtl_reader_next(r, &ev)) > 0)
+        if (ev.type == MTL_EV_TAG) {
+            tags++;
+            CHECK_EQ(ev.ptr, 0x1100);
+            CHECK_EQ(ev.tag, 1);
+            CHECK(strcmp(mtl_reader_string(r, ev.tag), "Node") == 0);
+        }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(tags, 1);
+    CHECK(mtl_reader_info(r)->complete);
+    mtl_reader_close(r);
+    write_trace_version(1, &b1, &b2);
+    int a, f;
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -339,6 +377,7 @@ int main(void)
     test_good();
     test_truncated();
     test_records_after_end();
+    test_tag();
     test_damage();
     unlink(path);
     CHECKS_DONE();
