@@ -17,6 +17,7 @@
 #include "cli/analysis.h"
 #include "cli/cli.h"
 #include "common/tracefile.h"
+#include "memtally/errors.h"
 #include "render/render.h"
 #include "trace/merge.h"
 
@@ -135,6 +136,47 @@ static int parse(struct merge_args *m, int argc, char **argv)
     return 0;
 }
 
+/* Why the merge failed, in one line (after "memtally: merge: "). */
+static void say_failure(const struct mtl_merge_failure *w, const char *const *paths,
+                        const char *out)
+{
+    const char *a = paths[0], *b = paths[w->input];
+    switch (w->why) {
+    case MTL_MERGE_NO_INPUT:
+        cli_error("merge: no traces to merge");
+        break;
+    case MTL_MERGE_TOO_MANY:
+        cli_error("merge: at most %u traces at once", MTL_MERGE_MAX_INPUTS);
+        break;
+    case MTL_MERGE_UNREADABLE:
+        cli_error("merge: cannot read %s: %s", b, mtl_strerror(w->code));
+        break;
+    case MTL_MERGE_MODES:
+        cli_error("merge: %s is a %s trace and %s a %s one: they cannot be merged", a,
+                  w->sampled[0] ? "sampled" : "full", b, w->sampled[1] ? "sampled" : "full");
+        break;
+    case MTL_MERGE_RATES:
+        cli_error("merge: %s is sampled every %llu bytes and %s every %llu: they cannot be "
+                  "merged", a, (unsigned long long)w->rate[0], b,
+                  (unsigned long long)w->rate[1]);
+        break;
+    case MTL_MERGE_PROGRAMS:
+        cli_error("merge: %s is a trace of %s%s%s and %s of %s%s%s: not one program "
+                  "(--force merges them anyway)", a, w->program[0], *w->build_id[0] ? " " : "",
+                  w->build_id[0], b, w->program[1], *w->build_id[1] ? " " : "", w->build_id[1]);
+        break;
+    case MTL_MERGE_DAMAGED:
+        cli_error("merge: %s is damaged: a record refers to a stack it never defined", b);
+        break;
+    case MTL_MERGE_WRITE:
+        cli_error("merge: cannot write %s: %s", out, strerror(w->code));
+        break;
+    case MTL_MERGE_NOMEM:
+        cli_error("merge: out of memory");
+        break;
+    }
+}
+
 static int fd_sink(void *ctx, const void *p, size_t n)
 {
     return mtl_write_all(*(int *)ctx, p, n);
@@ -206,16 +248,17 @@ int cmd_merge(int argc, char **argv)
         goto out;
     }
     struct mtl_merge_options o = { .tree = m.tree, .force = m.force, .command_line = cmd };
-    char err[1024];
-    rc = mtl_merge(&enc, m.paths, m.n, &o, fd_sink, &fd, &st, err, sizeof err);
+    struct mtl_merge_failure why;
+    rc = mtl_merge(&enc, m.paths, m.n, &o, fd_sink, &fd, &st, &why);
     int closed = close(fd) == 0;
     if (rc == 0 && (!closed || rename(tmp, m.out) != 0)) {
-        snprintf(err, sizeof err, "cannot write %s: %s", m.out, strerror(errno));
+        why.why = MTL_MERGE_WRITE;
+        why.code = errno;
         rc = -1;
     }
     if (rc != 0) {
         unlink(tmp);
-        cli_error("merge: %s", err);
+        say_failure(&why, m.paths, m.out);
         goto out;
     }
     printf("merged %zu traces into %s: %llu allocations, %u threads, %u modules, %.3f s\n", m.n,

@@ -2,7 +2,6 @@
 #include "trace/merge.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,22 +52,21 @@ struct merge {
     uint32_t *thread_input;     /* output thread -> input */
     size_t thread_input_cap;
     uint64_t last_us, rss;
-    char *err;
-    size_t cap;
+    struct mtl_merge_failure *why;
 };
 
-static int say(struct merge *m, const char *fmt, ...)
+/* Notes why the merge fails (about input k); returns -1. */
+static int fail(struct merge *m, enum mtl_merge_why why, size_t k, int code)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, m->cap, fmt, ap);
-    va_end(ap);
+    m->why->why = why;
+    m->why->input = k;
+    m->why->code = code;
     return -1;
 }
 
 static int oom(struct merge *m)
 {
-    return say(m, "out of memory");
+    return fail(m, MTL_MERGE_NOMEM, 0, 0);
 }
 
 /* A map entry: table[i], grown (zeroed) to hold it. */
@@ -159,7 +157,7 @@ static int map_node(struct merge *m, struct input *in, uint32_t id, uint32_t *ou
     struct mtl_frame f;
     /* Stacks are at most a few hundred frames deep: recursion is fine. */
     if (mtl_reader_stack_node(in->r, id, &parent, &f) < 0)
-        return say(m, "a stack node of the trace is not defined");
+        return fail(m, MTL_MERGE_DAMAGED, (size_t)(in - m->in), 0);
     if (map_node(m, in, parent, &pout) < 0)
         return -1;
     struct { uint32_t parent, custom; uint64_t value; } key = { pout, 0, 0 };
@@ -341,30 +339,43 @@ static void program_build_id(const char *path, const char *program, char *hex, s
     mtl_reader_close(r);
 }
 
+/* What a failure of inputs 0 and k says of them. */
+static void describe(struct merge *m, size_t k, const char *id0, const char *id)
+{
+    struct mtl_merge_failure *w = m->why;
+    size_t which[2] = { 0, k };
+    for (int i = 0; i < 2; i++) {
+        const struct mtl_trace_info *in = m->in[which[i]].info;
+        w->sampled[i] = in->mode == MTL_MODE_SAMPLED;
+        w->rate[i] = in->sample_rate;
+        snprintf(w->program[i], sizeof w->program[i], "%s", in->program);
+    }
+    snprintf(w->build_id[0], sizeof w->build_id[0], "%s", id0 ? id0 : "");
+    snprintf(w->build_id[1], sizeof w->build_id[1], "%s", id ? id : "");
+}
+
 static int check_inputs(struct merge *m, const char *const *paths)
 {
     const struct mtl_trace_info *a = m->in[0].info;
-    char id0[130], id[130];
+    char id0[130] = "", id[130] = "";
     if (!m->o->tree && !m->o->force)
         program_build_id(paths[0], a->program, id0, sizeof id0);
     for (size_t k = 1; k < m->n; k++) {
         const struct mtl_trace_info *b = m->in[k].info;
-        if (a->mode != b->mode)
-            return say(m, "%s is a %s trace and %s a %s one: they cannot be merged", paths[0],
-                       a->mode == MTL_MODE_SAMPLED ? "sampled" : "full", paths[k],
-                       b->mode == MTL_MODE_SAMPLED ? "sampled" : "full");
-        if (a->mode == MTL_MODE_SAMPLED && a->sample_rate != b->sample_rate)
-            return say(m, "%s is sampled every %llu bytes and %s every %llu: they cannot be "
-                       "merged", paths[0], (unsigned long long)a->sample_rate, paths[k],
-                       (unsigned long long)b->sample_rate);
-        if (m->o->tree || m->o->force)
-            continue;
-        program_build_id(paths[k], b->program, id, sizeof id);
-        int same = *id0 && *id ? !strcmp(id0, id) : !strcmp(a->program, b->program);
-        if (!same)
-            return say(m, "%s is a trace of %s%s%s and %s of %s%s%s: not one program "
-                       "(--force merges them anyway)", paths[0], a->program, *id0 ? " " : "",
-                       *id0 ? id0 : "", paths[k], b->program, *id ? " " : "", *id ? id : "");
+        enum mtl_merge_why why = 0;
+        if (a->mode != b->mode) {
+            why = MTL_MERGE_MODES;
+        } else if (a->mode == MTL_MODE_SAMPLED && a->sample_rate != b->sample_rate) {
+            why = MTL_MERGE_RATES;
+        } else if (!m->o->tree && !m->o->force) {
+            program_build_id(paths[k], b->program, id, sizeof id);
+            if (*id0 && *id ? strcmp(id0, id) : strcmp(a->program, b->program))
+                why = MTL_MERGE_PROGRAMS;
+        }
+        if (why) {
+            describe(m, k, id0, id);
+            return fail(m, why, k, 0);
+        }
     }
     return 0;
 }
@@ -392,23 +403,23 @@ static void release(struct merge *m)
 
 int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
               const struct mtl_merge_options *o, mtl_sink_fn sink, void *ctx,
-              struct mtl_merge_stats *stats, char *err, size_t cap)
+              struct mtl_merge_stats *stats, struct mtl_merge_failure *why)
 {
     struct merge m = { .e = e, .o = o, .n = n, .modules = MTL_INTERN_INIT,
-                       .nodes = MTL_INTERN_INIT, .strings = MTL_INTERN_INIT,
-                       .err = err, .cap = cap };
+                       .nodes = MTL_INTERN_INIT, .strings = MTL_INTERN_INIT, .why = why };
+    _Static_assert(MTL_MERGE_MAX_INPUTS == 1u << (64 - INPUT_SHIFT), "inputs fit the bits");
+    memset(why, 0, sizeof *why);
     if (n == 0)
-        return say(&m, "no traces to merge");
-    if (n > 1u << (64 - INPUT_SHIFT))
-        return say(&m, "at most %u traces at once", 1u << (64 - INPUT_SHIFT));
+        return fail(&m, MTL_MERGE_NO_INPUT, 0, 0);
+    if (n > MTL_MERGE_MAX_INPUTS)
+        return fail(&m, MTL_MERGE_TOO_MANY, 0, 0);
     if (!(m.in = calloc(n, sizeof *m.in)))
         return oom(&m);
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         int r = mtl_reader_open(&m.in[k].r, paths[k]);
         if (r < 0)
-            rc = say(&m, "cannot read %s: %s", paths[k],
-                     r == MTL_EIO ? strerror(errno) : mtl_strerror(r));
+            rc = fail(&m, MTL_MERGE_UNREADABLE, k, r == MTL_EIO ? -errno : r);
         else
             m.in[k].info = mtl_reader_info(m.in[k].r);
     }
@@ -432,7 +443,7 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
         if (h.mode != MTL_MODE_SAMPLED)
             h.sample_rate = 0;
         if (mtl_encoder_begin_values(e, &h, sink, ctx) < 0)
-            rc = say(&m, "cannot write the merged trace: %s", strerror(e->err));
+            rc = fail(&m, MTL_MERGE_WRITE, 0, e->err);
     }
     for (size_t k = 0; k < n && rc == 0; k++)
         if (o->tree)
@@ -471,7 +482,7 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
     if (rc == 0 && !e->failed)
         mtl_encoder_end_values(e, m.last_us, MTL_END_EXIT, 0);
     if (rc == 0 && e->failed)
-        rc = say(&m, "cannot write the merged trace: %s", strerror(e->err));
+        rc = fail(&m, MTL_MERGE_WRITE, 0, e->err);
     if (rc == 0 && stats) {
         stats->duration_us = m.last_us;
         stats->allocations = e->allocations;

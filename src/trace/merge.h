@@ -47,13 +47,39 @@ struct mtl_merge_stats {
     uint32_t *thread_input; /* output thread -> its input (the caller frees) */
 };
 
+/* Why a merge failed: what the caller words. */
+enum mtl_merge_why {
+    MTL_MERGE_NO_INPUT = 1,
+    MTL_MERGE_TOO_MANY,     /* more than MTL_MERGE_MAX_INPUTS */
+    MTL_MERGE_UNREADABLE,   /* input: code is the reader's */
+    MTL_MERGE_MODES,        /* input is full and the first sampled, or the reverse */
+    MTL_MERGE_RATES,        /* input is sampled at another rate than the first */
+    MTL_MERGE_PROGRAMS,     /* input is of another program than the first */
+    MTL_MERGE_DAMAGED,      /* input: a record refers to what it never defined */
+    MTL_MERGE_WRITE,        /* the sink failed: code is the errno */
+    MTL_MERGE_NOMEM,
+};
+
+#define MTL_MERGE_MAX_INPUTS (1u << 16)
+
+struct mtl_merge_failure {
+    enum mtl_merge_why why;
+    size_t input;                /* the input it is about */
+    int code;
+    /* MODES, RATES, PROGRAMS: of the first input ([0]) and that one ([1]) */
+    int sampled[2];
+    uint64_t rate[2];
+    char program[2][256];
+    char build_id[2][130];       /* of the program's module, hex; "" when unknown */
+};
+
 /* Merges the traces at paths[0 .. n-1] into sink (the encoder e, set up,
- * writes it).  stats->inputs must hold n entries.  0, or -1 with a
- * one-line reason in err (an input that cannot be read, runs of different
- * programs without o->force, full and sampled traces, different sample
- * rates, the sink's error). */
+ * writes it).  stats->inputs must hold n entries.  0, or -1 with why it
+ * failed in *why (an input that cannot be read, runs of different programs
+ * without o->force, full and sampled traces, different sample rates, the
+ * sink's error). */
 int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
               const struct mtl_merge_options *o, mtl_sink_fn sink, void *ctx,
-              struct mtl_merge_stats *stats, char *err, size_t cap);
+              struct mtl_merge_stats *stats, struct mtl_merge_failure *why);
 
 #endif
