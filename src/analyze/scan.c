@@ -41,6 +41,22 @@ static uint32_t tid_of(const struct mtl_reader *r, uint32_t thread)
     return t ? t->tid : 0;
 }
 
+/* A cache of answers (-1: unknown) grown to hold index i, from first
+ * entries, doubling.  0 or MTL_ENOMEM. */
+static int grow_unknown(int8_t **t, uint32_t *cap, uint32_t i, uint32_t first)
+{
+    uint32_t n = *cap ? *cap : first;
+    while (n <= i)
+        n *= 2;
+    int8_t *p = realloc(*t, n);
+    if (!p)
+        return MTL_ENOMEM;
+    memset(p + *cap, -1, n - *cap);
+    *t = p;
+    *cap = n;
+    return 0;
+}
+
 /* 1 if a block of type tag passes --type, 0 if not, negative on error;
  * cached per tag (tags are strings defined before the records that use
  * them).  Asked at a block's fate: a TAG record may change its tag. */
@@ -48,17 +64,8 @@ static int tag_passes(struct scan *s, uint32_t tag)
 {
     if (!s->f->type)
         return 1;
-    if (tag >= s->tag_ok_cap) {
-        uint32_t cap = s->tag_ok_cap ? s->tag_ok_cap : 64;
-        while (cap <= tag)
-            cap *= 2;
-        int8_t *p = realloc(s->tag_ok, cap);
-        if (!p)
-            return MTL_ENOMEM;
-        memset(p + s->tag_ok_cap, -1, cap - s->tag_ok_cap);
-        s->tag_ok = p;
-        s->tag_ok_cap = cap;
-    }
+    if (tag >= s->tag_ok_cap && grow_unknown(&s->tag_ok, &s->tag_ok_cap, tag, 64) < 0)
+        return MTL_ENOMEM;
     if (s->tag_ok[tag] < 0)
         s->tag_ok[tag] = (int8_t)mtl_filter_type_passes(s->f, tag ? mtl_reader_string(s->r, tag)
                                                                   : NULL);
@@ -72,17 +79,8 @@ static int stack_passes(struct scan *s, uint32_t stack)
     const struct mtl_filter *f = s->f;
     if (!f->ninside && !f->nnot_inside)
         return 1;
-    if (stack >= s->stack_ok_cap) {
-        uint32_t cap = s->stack_ok_cap ? s->stack_ok_cap : 1024;
-        while (cap <= stack)
-            cap *= 2;
-        int8_t *p = realloc(s->stack_ok, cap);
-        if (!p)
-            return MTL_ENOMEM;
-        memset(p + s->stack_ok_cap, -1, cap - s->stack_ok_cap);
-        s->stack_ok = p;
-        s->stack_ok_cap = cap;
-    }
+    if (stack >= s->stack_ok_cap && grow_unknown(&s->stack_ok, &s->stack_ok_cap, stack, 1024) < 0)
+        return MTL_ENOMEM;
     if (s->stack_ok[stack] >= 0)
         return s->stack_ok[stack];
     int ok = 1;

@@ -225,16 +225,10 @@ static int write_file_header(struct mtl_encoder *e)
     return rc;
 }
 
-int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
-                      mtl_sink_fn sink, void *ctx)
+/* The state of a new file: empty block, pointer window and counts, no
+ * definition written yet (a new trace knows nothing of the last). */
+static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
 {
-    /* Whatever the last trace left behind belongs to it. */
-    if (e->r == r)
-        for (size_t i = 0; i < e->nruns; i++)
-            give_back(e, e->runs[i]);
-    e->nruns = 0;
-    e->r = r;
-    e->pid = pid;
     e->sink = sink;
     e->sink_ctx = ctx;
     memset(e->used, 0, sizeof e->used);
@@ -246,10 +240,23 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     e->cur_thread = UINT32_MAX;
     e->last_rss = 0;
     e->allocations = e->frees = e->bytes = 0;
-    e->failed = e->err = e->ended = e->owner_dead = 0;
-    /* Every definition again: a new trace knows nothing of the last. */
+    e->failed = e->err = e->ended = 0;
     e->nodes_emitted = 1;
     e->strings_emitted = 0;
+}
+
+int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
+                      mtl_sink_fn sink, void *ctx)
+{
+    /* Whatever the last trace left behind belongs to it. */
+    if (e->r == r)
+        for (size_t i = 0; i < e->nruns; i++)
+            give_back(e, e->runs[i]);
+    e->nruns = 0;
+    e->r = r;
+    e->pid = pid;
+    start_file(e, sink, ctx);
+    e->owner_dead = 0;
     mtl_spin_lock(&r->mod_lock);
     uint32_t nm = atomic_load(&r->nmodules);
     for (uint32_t i = 0; i < nm; i++) {
@@ -871,17 +878,7 @@ int mtl_encoder_begin_values(struct mtl_encoder *e, const struct mtl_trace_info 
                              mtl_sink_fn sink, void *ctx)
 {
     e->r = NULL;
-    e->sink = sink;
-    e->sink_ctx = ctx;
-    memset(e->used, 0, sizeof e->used);
-    e->total = 0;
-    e->block_seq = 0;
-    memset(e->seen, 0, sizeof e->seen);
-    e->ptr_seq = 0;
-    e->last_us = e->last_ptr = 0;
-    e->cur_thread = UINT32_MAX;
-    e->allocations = e->frees = e->bytes = 0;
-    e->failed = e->err = e->ended = 0;
+    start_file(e, sink, ctx);
     int rc = write_file_header(e);
     if (rc < 0)
         return rc;
