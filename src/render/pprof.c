@@ -16,12 +16,12 @@
 #include "render/render.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "common/grow.h"
+#include "common/hex.h"
 #include "common/intern.h"
 #include "profile.pb-c.h"
 
@@ -118,9 +118,7 @@ static void module_mapping(struct pprof *pp, Mapping *m, const struct mtl_module
     m->memory_limit = mod->base + hi;
     m->file_offset = lo;
     m->filename = str_index(pp, mod->path);
-    for (size_t i = 0; i < mod->build_id_size && i < 64; i++)
-        sprintf(hex + 2 * i, "%02x", mod->build_id[i]);
-    hex[2 * (mod->build_id_size < 64 ? mod->build_id_size : 64)] = 0;
+    mtl_hex(hex, 129, mod->build_id, mod->build_id_size);
     m->build_id = str_index(pp, hex);
     m->has_functions = m->has_filenames = m->has_line_numbers = m->has_inline_frames = 1;
 }

@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #include "analyze/scan.h"
+#include "common/hex.h"
 
 static const char schema[] =
     "PRAGMA journal_mode = OFF;\n"
@@ -197,9 +198,8 @@ static int bind_module(sqlite3_stmt *s, struct rows *r, size_t i)
     if (!f->modules[i].path)
         return -1; /* an index the trace never defined */
     const struct mtl_module *m = &f->modules[i];
-    char hex[129] = "";
-    for (size_t k = 0; k < m->build_id_size && k < 64; k++)
-        snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+    char hex[129];
+    mtl_hex(hex, sizeof hex, m->build_id, m->build_id_size);
     sqlite3_bind_int64(s, 1, m->index);
     bind_text(s, 2, m->path);
     sqlite3_bind_int64(s, 3, (sqlite3_int64)m->base);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/hex.h"
 #include "common/intern.h"
 #include "memtally/errors.h"
 #include "memtally/trace.h"
@@ -91,9 +92,7 @@ static int define_module(struct merge *m, struct input *in, uint32_t index, uint
     size_t klen;
     if (mod->build_id_size) {
         key[0] = 'b';
-        klen = 1;
-        for (size_t i = 0; i < mod->build_id_size && klen + 2 < sizeof key; i++)
-            klen += (size_t)snprintf(key + klen, sizeof key - klen, "%02x", mod->build_id[i]);
+        klen = 1 + mtl_hex(key + 1, sizeof key - 1, mod->build_id, mod->build_id_size);
     } else {
         klen = (size_t)snprintf(key, sizeof key, "p%s", mod->path);
         if (klen >= sizeof key)
@@ -331,8 +330,7 @@ static void program_build_id(const char *path, const char *program, char *hex, s
             continue;
         const struct mtl_module *mod = mtl_reader_module(r, ev.module);
         if (mod && mod->path && (!strcmp(mod->path, program) || !*mod->path)) {
-            for (size_t b = 0; b < mod->build_id_size && 2 * b + 2 < cap; b++)
-                snprintf(hex + 2 * b, 3, "%02x", mod->build_id[b]);
+            mtl_hex(hex, cap, mod->build_id, mod->build_id_size);
             break;
         }
     }
