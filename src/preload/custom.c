@@ -1,7 +1,9 @@
 /*
- * custom.c: blocks of the program's own allocators (pools, arenas, a
- * garbage collector), reported through the API (include/memtally.h:
- * mtl_type, mtl_alloc, mtl_free, mtl_realloc) or through heaptrack's
+ * custom.c: what runtimes tell memtally through the API (include/
+ * memtally.h): type names and tags (mtl_type, mtl_tag), interpreter frames
+ * (mtl_frame, mtl_frame_push, mtl_frame_pop), and the blocks of the
+ * program's own allocators (pools, arenas, a garbage collector: mtl_alloc,
+ * mtl_free, mtl_realloc, mtl_pool), also through heaptrack's API
  * (heaptrack_api.h binds the weak symbols heaptrack_malloc, _realloc and
  * _free, which this library defines): recorded as malloc's blocks are,
  * with the caller's stack, thread and time, and a type tag.

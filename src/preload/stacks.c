@@ -242,16 +242,18 @@ unwind_with_interpreter(void **out, int depth, unsigned drop)
             ip == 0)
             break;
         if (i >= (int)drop) {
-            while (j >= 0 && n < depth && sp >= tls->iframe_sp[j])
-                out[n++] = (void *)(uintptr_t)(MTL_NODE_CUSTOM | tls->iframe_id[j--]);
+            for (; j >= 0 && n < depth && sp >= tls->iframe_sp[j]; j--)
+                if (tls->iframe_id[j]) /* 0: mtl_frame failed; nothing to show */
+                    out[n++] = (void *)(uintptr_t)(MTL_NODE_CUSTOM | tls->iframe_id[j]);
             if (n < depth)
                 out[n++] = (void *)(uintptr_t)ip;
         }
         if (unw_step(&c) <= 0)
             break;
     }
-    while (j >= 0 && n < depth)
-        out[n++] = (void *)(uintptr_t)(MTL_NODE_CUSTOM | tls->iframe_id[j--]);
+    for (; j >= 0 && n < depth; j--)
+        if (tls->iframe_id[j])
+            out[n++] = (void *)(uintptr_t)(MTL_NODE_CUSTOM | tls->iframe_id[j]);
     return n;
 }
 
