@@ -45,25 +45,19 @@ static int more_bytes(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* The blocks live at the peak, summed per thread (one more pass for the
- * curve: kept apart from the per-stack sums that most callers want). */
-static int peak_threads(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_peak *out)
+/* The sums at the peak (made per thread) added up per thread. */
+static int peak_threads(struct mtl_engine *e, const struct mtl_stackagg *agg,
+                        struct mtl_peak *out)
 {
-    struct mtl_stackagg agg = MTL_STACKAGG_INIT(1);
-    double peak;
-    uint64_t us;
-    int found;
-    int rc = peak_sums(e, f, &agg, &peak, &us, &found);
     const struct mtl_defs *d = mtl_engine_defs(e);
     uint32_t nthreads = d->nthreads;
-    struct mtl_peak_thread *t = rc == 0 ? calloc(nthreads ? nthreads : 1, sizeof *t) : NULL;
-    if (rc == 0 && !t)
-        rc = MTL_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < agg.n; i++) {
-        uint32_t th = agg.e[i].thread;
+    struct mtl_peak_thread *t = calloc(nthreads ? nthreads : 1, sizeof *t);
+    int rc = t ? 0 : MTL_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < agg->n; i++) {
+        uint32_t th = agg->e[i].thread;
         if (th < nthreads) {
-            t[th].bytes += agg.e[i].bytes;
-            t[th].blocks += agg.e[i].calls;
+            t[th].bytes += agg->e[i].bytes;
+            t[th].blocks += agg->e[i].calls;
         }
     }
     size_t n = 0;
@@ -78,7 +72,6 @@ static int peak_threads(struct mtl_engine *e, const struct mtl_filter *f, struct
         qsort(t, n, sizeof *t, more_bytes);
     out->threads = t;
     out->nthreads = n;
-    mtl_stackagg_release(&agg);
     return rc;
 }
 
@@ -87,8 +80,9 @@ int mtl_peak(struct mtl_engine *e, const struct mtl_filter *f,
 {
     memset(out, 0, sizeof *out);
     mtl__result_head(e, &out->head);
-    struct mtl_stackagg agg;
-    int rc = mtl__peak_stacks(e, f, &agg, &out->peak_bytes, &out->peak_time_us, &out->found);
+    /* Per thread too when asked: the tables add every thread up. */
+    struct mtl_stackagg agg = MTL_STACKAGG_INIT(o && o->by_thread);
+    int rc = peak_sums(e, f, &agg, &out->peak_bytes, &out->peak_time_us, &out->found);
     struct mtl_view *v = rc == 0 ? mtl_engine_view(e, f) : NULL;
     if (rc == 0 && !v)
         rc = MTL_ENOMEM;
@@ -102,7 +96,7 @@ int mtl_peak(struct mtl_engine *e, const struct mtl_filter *f,
             rc = mtl_rows_paths(&out->rows, &agg, v, 0, MTL_ALL_THREADS, o->stacks, 0);
     }
     if (rc == 0 && o && o->by_thread)
-        rc = peak_threads(e, f, out);
+        rc = peak_threads(e, &agg, out);
     mtl_stackagg_release(&agg);
     if (rc < 0)
         mtl_peak_release(out);
