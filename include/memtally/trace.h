@@ -49,7 +49,18 @@ enum mtl_event_type {
     MTL_EV_RSS = 8,          /* size: resident set size in bytes */
     MTL_EV_TAG = 9,          /* ptr, tag: the live block at ptr has this type
                                 tag from now on, as if allocated with it */
+    MTL_EV_GC_HEAP = 10,     /* size: the garbage collector's heap size after
+                                a collection (only when its heap is read) */
 };
+
+/* Which heap a block is of: malloc's (and the program's own allocators',
+ * reported through the API), or a garbage collector's (Boehm GC).  A
+ * reader gives the events of the heaps chosen with mtl_reader_heaps, by
+ * default malloc's alone, so that the two are never summed by mistake. */
+enum mtl_heap { MTL_HEAP_MALLOC = 0, MTL_HEAP_GC = 1 };
+#define MTL_HEAPS_MALLOC (1u << MTL_HEAP_MALLOC)
+#define MTL_HEAPS_GC (1u << MTL_HEAP_GC)
+#define MTL_HEAPS_ALL (MTL_HEAPS_MALLOC | MTL_HEAPS_GC)
 
 struct mtl_event {
     enum mtl_event_type type;
@@ -60,6 +71,8 @@ struct mtl_event {
     uint32_t stack;     /* ALLOC: stack id, see mtl_reader_stack() */
     uint32_t tag;       /* ALLOC: type tag string id, 0 when none */
     uint32_t module;    /* MODULE_*: module index */
+    uint32_t heap;      /* ALLOC, FREE: enum mtl_heap (a FREE's: as far as the
+                           reader knows, with the other heap left out) */
     /* ALLOC: how many allocations and bytes this event stands for: 1 and
      * size in full mode, the unbiased estimate in sampled mode. */
     double weight_count;
@@ -80,6 +93,8 @@ struct mtl_trace_info {
     uint64_t duration_us;    /* time of the last event read so far */
     int truncated;           /* 1 once the reader found the trace cut short */
     int complete;            /* 1 once the reader read the end record */
+    uint64_t other_heap_allocations; /* so far, of the heaps not read
+                                        (mtl_reader_heaps) */
 };
 
 struct mtl_thread {
@@ -146,6 +161,11 @@ void mtl_reader_follow(struct mtl_reader *r, int on);
  * every event and the pointer fields are not decoded (faster).  Set it
  * before the first mtl_reader_next. */
 void mtl_reader_skip_pointers(struct mtl_reader *r, int skip);
+
+/* The heaps whose allocations and frees mtl_reader_next gives (MTL_HEAPS_*;
+ * the default is MTL_HEAPS_MALLOC): the others' are skipped as if they
+ * were not there.  Set it before the first mtl_reader_next. */
+void mtl_reader_heaps(struct mtl_reader *r, unsigned heaps);
 
 /* Decodes blocks ahead on n worker threads (0, the default: none), so
  * that mtl_reader_next only walks records: a whole trace is read about

@@ -213,10 +213,13 @@ struct mtl_timeline_point {
     double live;            /* live bytes at its end */
     double alloc_bytes, alloc_calls; /* allocated in it */
     uint64_t rss;           /* the last RSS sample so far, 0 before any */
+    uint64_t gc_heap;       /* --heap gc: the collector's heap after the
+                               last collection so far, 0 before any */
 };
 
 struct mtl_timeline {
     struct mtl_result_head head;
+    int gc;                 /* of the collector's heap: gc_heap is filled */
     size_t n;
     struct mtl_timeline_point *points;
 };
@@ -362,6 +365,11 @@ struct mtl_totals {
     uint32_t unique_stacks;              /* distinct stacks of allocations */
     uint64_t duration_us;
     uint64_t tagged_allocations;         /* with a type tag (report --by type) */
+    /* the garbage collector's heap (read with --heap gc): collections, and
+     * its size after the last one and at most */
+    uint64_t collections, gc_heap_bytes, gc_heap_peak;
+    uint64_t other_heap_allocations;     /* of the heap not read (malloc's
+                                            or the collector's) */
 };
 
 int mtl_totals(struct mtl_engine *e, struct mtl_totals *out);
@@ -386,6 +394,7 @@ struct mtl_info {
     uint32_t threads_seen, modules;
     uint32_t stack_nodes;          /* frames in the tree of stacks */
     uint64_t blocks;               /* of the trace file */
+    enum mtl_heap heap;            /* the heap the totals are of */
 };
 
 int mtl_info(struct mtl_engine *e, struct mtl_info *out);

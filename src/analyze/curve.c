@@ -17,6 +17,10 @@ void mtl_curve_widen(struct mtl_curve *c)
             m.rss = b.rss;
             m.has_rss = 1;
         }
+        if (b.has_gc_heap) {
+            m.gc_heap = b.gc_heap;
+            m.has_gc_heap = 1;
+        }
         c->b[i] = m;
     }
     memset(&c->b[MTL_CURVE_FINE / 2], 0, sizeof c->b[0] * (MTL_CURVE_FINE / 2));
@@ -39,7 +43,8 @@ static int on_event(void *arg, const struct mtl_event *ev, const struct mtl_bloc
     struct curve_scan *s = arg;
     struct mtl_curve *c = s->c;
     struct mtl_curve_bucket *k = NULL;
-    if (ev->type != MTL_EV_ALLOC && ev->type != MTL_EV_FREE && ev->type != MTL_EV_RSS)
+    if (ev->type != MTL_EV_ALLOC && ev->type != MTL_EV_FREE && ev->type != MTL_EV_RSS &&
+        ev->type != MTL_EV_GC_HEAP)
         return 0;
     if (c->buckets) {
         while (ev->time_us / c->width_us >= MTL_CURVE_FINE)
@@ -50,6 +55,13 @@ static int on_event(void *arg, const struct mtl_event *ev, const struct mtl_bloc
         if (k) {
             k->rss = ev->size;
             k->has_rss = 1;
+        }
+        return 0;
+    }
+    if (ev->type == MTL_EV_GC_HEAP) {
+        if (k) {
+            k->gc_heap = ev->size;
+            k->has_gc_heap = 1;
         }
         return 0;
     }

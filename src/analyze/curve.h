@@ -22,7 +22,9 @@ struct mtl_curve_bucket {
     double alloc_bytes, alloc_calls;
     double live;          /* after the last event in the bucket */
     uint64_t rss;         /* the last sample in the bucket */
-    uint8_t has_live, has_rss;
+    uint64_t gc_heap;     /* the collector's heap after the bucket's last
+                             collection (--heap gc) */
+    uint8_t has_live, has_rss, has_gc_heap;
 };
 
 struct mtl_curve {

@@ -70,9 +70,16 @@ static int open_reader(struct mtl_engine *e, struct mtl_reader **out)
     int rc = e->src.kind == MTL_SOURCE_MEMORY
                  ? mtl_reader_open_memory(out, e->src.data, e->src.size)
                  : mtl_reader_open_fd(out, e->fd);
+    if (rc == 0 && e->opt.heaps)
+        mtl_reader_heaps(*out, e->opt.heaps);
     if (rc == 0 && !e->src.growing && threads_of(e) > 1)
         mtl_reader_threads(*out, threads_of(e) - 1);
     return rc;
+}
+
+unsigned mtl_engine_heaps(const struct mtl_engine *e)
+{
+    return e->opt.heaps ? e->opt.heaps : MTL_HEAPS_MALLOC;
 }
 
 static int reopen(void *arg, struct mtl_reader **out)
@@ -101,6 +108,7 @@ static int name_of(void *arg, uint32_t module, uint64_t addr, const char **name)
 static int can_index(const struct mtl_engine *e)
 {
     return e->opt.index == MTL_INDEX_AUTO && !e->src.growing &&
+           (!e->opt.heaps || e->opt.heaps == MTL_HEAPS_MALLOC) &&
            e->src.kind != MTL_SOURCE_MEMORY && e->fd >= 0 && !e->ix_failed;
 }
 

@@ -56,6 +56,10 @@ struct mtl_engine_options {
      * a filter come from one pass (digest.h), kept for the next query of
      * the same filter. */
     int digest;
+    /* The heaps analysed (MTL_HEAPS_*, memtally/trace.h), 0 for malloc's:
+     * one heap at a time, so that malloc's and a collector's are never
+     * summed.  Only malloc's is indexed; another is read from the trace. */
+    unsigned heaps;
     /* Progress of a long step: what, and the fraction done in [0, 1];
      * done is 1 when the step ends. */
     void (*progress)(void *arg, const char *what, double done);
@@ -73,6 +77,9 @@ int mtl_engine_open(struct mtl_engine **out, const struct mtl_source *src,
 /* Passes the symbol warnings gathered so far to opt->warn, then releases
  * e.  e may be NULL. */
 void mtl_engine_close(struct mtl_engine *e);
+
+/* The heaps its analyses read (MTL_HEAPS_*). */
+unsigned mtl_engine_heaps(const struct mtl_engine *e);
 
 /* The trace's definitions: complete once a scan has read the trace. */
 const struct mtl_defs *mtl_engine_defs(struct mtl_engine *e);

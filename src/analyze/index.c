@@ -45,7 +45,8 @@
 #include "memtally/errors.h"
 
 #define IX_MAGIC "MTLINDEX"
-#define IX_VERSION 6u   /* 5: the type tag column; 6: late tags (TAG records) */
+#define IX_VERSION 7u   /* 5: the type tag column; 6: late tags (TAG records);
+                           7: totals of the other heap */
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -985,6 +986,7 @@ static int finish(struct build *b, const struct mtl_reader *r, const struct ix_i
     h.max_depth = d.info.max_depth;
     h.duration_us = d.info.duration_us;
     h.totals = b->totals.t;
+    h.totals.other_heap_allocations = d.info.other_heap_allocations;
     h.totals.duration_us = d.info.duration_us;
 
     /* The definitions, their strings in one blob. */

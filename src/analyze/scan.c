@@ -439,7 +439,7 @@ int mtl_scan(const struct mtl_scan_input *in, const struct mtl_filter *f,
      * end is reached: the duration is known only at the end, so those are
      * settled after the loop (report_remaining). */
     int by_block = s.at_alloc && ops->sums && !ops->sums->per_thread && !ops->block &&
-                   !s.alloc_filters;
+                   !s.alloc_filters && (mtl__reader_heaps(in->r) & MTL_HEAPS_MALLOC);
     int rc = by_block ? sums_pass(&s) : s.at_alloc ? alloc_pass(&s) : one_pass(&s);
     struct mtl_reader *r2 = NULL;
     if (rc == 0 && s.two_pass) {

@@ -34,7 +34,7 @@ int mtl_timeline(struct mtl_engine *e, const struct mtl_filter *f, size_t points
         for (size_t k = 0; k < n; k++)
             p[k].time_us = (uint64_t)((double)end * (double)(k + 1) / (double)n + 0.5);
         double live = 0;
-        uint64_t rss = 0;
+        uint64_t rss = 0, gc_heap = 0;
         size_t k = 0;
         for (size_t i = 0; i < MTL_CURVE_FINE; i++) {
             uint64_t start = i * c->width_us;
@@ -43,6 +43,7 @@ int mtl_timeline(struct mtl_engine *e, const struct mtl_filter *f, size_t points
             while (k < n - 1 && start >= p[k].time_us) {
                 p[k].live = live;
                 p[k].rss = rss;
+                p[k].gc_heap = gc_heap;
                 k++;
             }
             p[k].alloc_bytes += c->b[i].alloc_bytes;
@@ -51,13 +52,17 @@ int mtl_timeline(struct mtl_engine *e, const struct mtl_filter *f, size_t points
                 live = c->b[i].live;
             if (c->b[i].has_rss)
                 rss = c->b[i].rss;
+            if (c->b[i].has_gc_heap)
+                gc_heap = c->b[i].gc_heap;
         }
         for (; k < n; k++) {
             p[k].live = live;
             p[k].rss = rss;
+            p[k].gc_heap = gc_heap;
         }
         out->points = p;
         out->n = n;
+        out->gc = mtl_engine_heaps(e) == MTL_HEAPS_GC;
     }
     free(c);
     return rc;

@@ -30,6 +30,11 @@ int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
     if (ev->type == MTL_EV_RSS) {
         if (ev->size > t->peak_rss)
             t->peak_rss = ev->size;
+    } else if (ev->type == MTL_EV_GC_HEAP) {
+        t->collections++;
+        t->gc_heap_bytes = ev->size;
+        if (ev->size > t->gc_heap_peak)
+            t->gc_heap_peak = ev->size;
     } else if (ev->type == MTL_EV_ALLOC && b) {
         t->allocations++;
         t->tagged_allocations += b->tag != 0;
@@ -94,6 +99,7 @@ int mtl_totals(struct mtl_engine *e, struct mtl_totals *out)
     int rc = mtl_engine_scan(e, &all, &ops, &acc, &res);
     *out = acc.t;
     out->duration_us = res.end_us;
+    out->other_heap_allocations = mtl_engine_defs(e)->info.other_heap_allocations;
     mtl_totals_acc_release(&acc);
     return rc;
 }
@@ -110,5 +116,6 @@ int mtl_info(struct mtl_engine *e, struct mtl_info *out)
     out->modules = d->nmodules;
     out->stack_nodes = d->nnodes ? d->nnodes - 1 : 0;
     out->blocks = mtl_engine_blocks(e);
+    out->heap = mtl_engine_heaps(e) == MTL_HEAPS_GC ? MTL_HEAP_GC : MTL_HEAP_MALLOC;
     return 0;
 }

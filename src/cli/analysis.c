@@ -51,6 +51,8 @@ static const char table_usage[] =
     "                            terminal, or 128 columns)\n";
 
 static const char index_usage[] =
+    "  --heap HEAP               malloc (the default: with the program's own\n"
+    "                            allocators) or gc (a garbage collector's)\n"
     "  --no-index                read the trace itself, not its index\n";
 
 int option_value(const char *cmd, int argc, char **argv, int *i,
@@ -214,8 +216,19 @@ int analysis_parse(struct analysis *a, int argc, char **argv, const char *usage,
         if (rc > 0)
             continue;
         static const char *const counts[] = { "--top", "--stacks" };
+        static const char *const heap[] = { "--heap" };
         size_t which;
         const char *val;
+        if ((rc = option_value(a->name, argc, argv, &i, heap, 1, &which, &val)) != 0) {
+            if (rc < 0)
+                return 1;
+            if (strcmp(val, "malloc") && strcmp(val, "gc")) {
+                cli_error("%s: --heap: '%s' is not a heap (malloc or gc)", a->name, val);
+                return 1;
+            }
+            a->eopt.heaps = val[0] == 'g' ? MTL_HEAPS_GC : MTL_HEAPS_MALLOC;
+            continue;
+        }
         for (size_t c = 0; c < 2; c++) {
             if (!(flags & (c == 0 ? CLI_TOP : CLI_STACKS)))
                 continue;

@@ -103,7 +103,7 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
 {
     static const char *const names[] = { "", "alloc", "free", "thread-start",
                                          "thread-name", "thread-exit", "module-load",
-                                         "module-unload", "rss", "tag" };
+                                         "module-unload", "rss", "tag", "gc-heap" };
     const struct mtl_defs *df = mtl_engine_defs(d->e);
     char ptr[32];
     struct mtl_json *j = &d->j;
@@ -116,6 +116,8 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
         mtl_json_kv_uint(j, "thread", ev->thread);
         snprintf(ptr, sizeof ptr, "0x%" PRIx64, ev->ptr);
         mtl_json_kv_string(j, "ptr", ptr);
+        if (ev->heap == MTL_HEAP_GC)
+            mtl_json_kv_string(j, "heap", "gc");
         if (ev->type == MTL_EV_ALLOC) {
             mtl_json_kv_uint(j, "size", ev->size);
             mtl_json_kv_uint(j, "stack", ev->stack);
@@ -150,6 +152,7 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
         break;
     }
     case MTL_EV_RSS:
+    case MTL_EV_GC_HEAP:
         mtl_json_kv_uint(j, "bytes", ev->size);
         break;
     case MTL_EV_TAG: {
@@ -171,14 +174,15 @@ static void event_text(struct dump *d, const struct mtl_event *ev)
     const struct mtl_module *m;
     switch (ev->type) {
     case MTL_EV_ALLOC:
-        mtl_buf_addf(b, "%" PRIu64 " t%u alloc ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u\n",
-                     ev->time_us, ev->thread, ev->ptr, ev->size, ev->stack);
+        mtl_buf_addf(b, "%" PRIu64 " t%u alloc ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u%s\n",
+                     ev->time_us, ev->thread, ev->ptr, ev->size, ev->stack,
+                     ev->heap == MTL_HEAP_GC ? " heap=gc" : "");
         if (d->stacks)
             stack_text(d, ev->stack);
         break;
     case MTL_EV_FREE:
-        mtl_buf_addf(b, "%" PRIu64 " t%u free ptr=0x%" PRIx64 "\n", ev->time_us, ev->thread,
-                     ev->ptr);
+        mtl_buf_addf(b, "%" PRIu64 " t%u free ptr=0x%" PRIx64 "%s\n", ev->time_us, ev->thread,
+                     ev->ptr, ev->heap == MTL_HEAP_GC ? " heap=gc" : "");
         break;
     case MTL_EV_THREAD_START:
         t = mtl_defs_thread(df, ev->thread);
@@ -213,6 +217,9 @@ static void event_text(struct dump *d, const struct mtl_event *ev)
     case MTL_EV_RSS:
         mtl_buf_addf(b, "%" PRIu64 " - rss bytes=%" PRIu64 "\n", ev->time_us, ev->size);
         break;
+    case MTL_EV_GC_HEAP:
+        mtl_buf_addf(b, "%" PRIu64 " - gc-heap bytes=%" PRIu64 "\n", ev->time_us, ev->size);
+        break;
     }
 }
 
@@ -239,6 +246,8 @@ int cmd_dump(int argc, char **argv)
     int code;
     if (analysis_parse(&a, argc, argv, usage, 0, parse_opt, &d, &code))
         return code;
+    if (!a.eopt.heaps)
+        a.eopt.heaps = MTL_HEAPS_ALL; /* every record, unless one heap is asked */
     if (!(d.e = analysis_open(&a, a.path)))
         return 1;
     const struct mtl_trace_info *in = &mtl_engine_defs(d.e)->info;

@@ -141,7 +141,10 @@ int cmd_view(int argc, char **argv)
     /* Every answer of the page comes from the index: build it first. */
     const char *ipath;
     uint64_t isize;
-    int rc = a.eopt.index == MTL_INDEX_OFF ? 0 : mtl_engine_index(e, &ipath, &isize);
+    /* (Only malloc's heap is indexed: the collector's is read as it is.) */
+    int rc = a.eopt.index == MTL_INDEX_OFF || mtl_engine_heaps(e) != MTL_HEAPS_MALLOC
+                 ? 0
+                 : mtl_engine_index(e, &ipath, &isize);
     if (analysis_done(&a, e, rc)) {
         mtl_engine_close(e);
         return 1;

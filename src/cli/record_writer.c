@@ -113,6 +113,8 @@ static void observe(void *ctx, const struct mtl_cev *ev)
     struct record_writer *rw = ctx;
     uint64_t size;
     if (MTL_CEV_TYPE(ev) == MTL_CEV_ALLOC) {
+        if (ev->b & MTL_CEV_GC)
+            return; /* the collector's heap is not malloc's */
         if (mtl_hmap_put(&rw->live, ev->a, MTL_CEV_SIZE(ev->b), &size) == 1)
             rw->live_bytes -= size; /* a free we never saw */
         rw->live_bytes += MTL_CEV_SIZE(ev->b);

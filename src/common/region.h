@@ -49,12 +49,15 @@ enum mtl_cev_type {
     MTL_CEV_THREAD_NAME,    /* a, b: the name, 16 bytes, NUL padded */
     MTL_CEV_THREAD_EXIT,
     MTL_CEV_TAG,            /* a: ptr, b: type tag (mtl_tag) */
+    MTL_CEV_GC_HEAP,        /* a: the collector's heap size after a collection */
 };
 
-/* An ALLOC's b: the size in the low 48 bits, its type tag (0: none) in
+/* An ALLOC's b: the size in the low 47 bits, whether the block is a
+ * garbage collector's (MTL_CEV_GC) in bit 47, its type tag (0: none) in
  * the 16 above. */
 #define MTL_CEV_SIZE_BITS 48
-#define MTL_CEV_SIZE(b) ((b) & ((1ull << MTL_CEV_SIZE_BITS) - 1))
+#define MTL_CEV_GC (1ull << 47)
+#define MTL_CEV_SIZE(b) ((b) & (MTL_CEV_GC - 1))
 #define MTL_CEV_TAG(b) ((uint32_t)((b) >> MTL_CEV_SIZE_BITS))
 
 /* One event in a chunk: 32 bytes.  The time's top 8 bits hold the type so

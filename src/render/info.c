@@ -46,6 +46,13 @@ static void info_json(struct mtl_buf *b, const struct mtl_info *in)
     mtl_json_kv_uint(&j, "peak_rss_bytes", t->peak_rss);
     mtl_json_kv_uint(&j, "unique_stacks", t->unique_stacks);
     mtl_json_kv_uint(&j, "tagged_allocations", t->tagged_allocations);
+    mtl_json_kv_string(&j, "heap", in->heap == MTL_HEAP_GC ? "gc" : "malloc");
+    mtl_json_kv_uint(&j, "other_heap_allocations", t->other_heap_allocations);
+    if (in->heap == MTL_HEAP_GC) {
+        mtl_json_kv_uint(&j, "collections", t->collections);
+        mtl_json_kv_uint(&j, "gc_heap_bytes", t->gc_heap_bytes);
+        mtl_json_kv_uint(&j, "gc_heap_peak_bytes", t->gc_heap_peak);
+    }
     mtl_json_kv_uint(&j, "modules", in->modules);
     mtl_json_kv_uint(&j, "max_depth", tr->max_depth);
     mtl_json_kv_uint(&j, "events", t->events);
@@ -71,6 +78,9 @@ void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
     mtl_buf_addf(b, "pid:           %u (parent %u)\n", tr->pid, tr->ppid);
     mtl_buf_addf(b, "mode:          %s, stacks up to %u frames\n", mode_name(tr->mode),
                  tr->max_depth);
+    if (in->heap == MTL_HEAP_GC)
+        mtl_buf_addf(b, "heap:          the garbage collector's (the figures below are its\n"
+                        "               blocks alone, without malloc's)\n");
     mtl_buf_addf(b, "duration:      %.3f s\n", (double)tr->duration_us / 1e6);
     mtl_buf_addf(b, "threads:       %u allocated (%u seen)\n", t->threads_allocating,
                  in->threads_seen);
@@ -102,11 +112,21 @@ void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
     }
     if (t->peak_rss)
         mtl_buf_addf(b, "peak RSS:      %s\n", mtl_human_bytes(x, sizeof x, (double)t->peak_rss));
+    if (in->heap == MTL_HEAP_GC)
+        mtl_buf_addf(b, "collections:   %llu; the collector's heap %s after the last, %s at most\n",
+                     (unsigned long long)t->collections,
+                     mtl_human_bytes(x, sizeof x, (double)t->gc_heap_bytes),
+                     mtl_human_bytes(y, sizeof y, (double)t->gc_heap_peak));
     mtl_buf_addf(b, "unique stacks: %u (%u frames in their tree), modules: %u\n",
                  t->unique_stacks, in->stack_nodes, in->modules);
     if (t->tagged_allocations)
         mtl_buf_addf(b, "type tags:     on %llu allocations (report --by type)\n",
                      (unsigned long long)t->tagged_allocations);
+    if (t->other_heap_allocations)
+        mtl_buf_addf(b, "%s %llu allocations, not counted above (see --heap %s)\n",
+                     in->heap == MTL_HEAP_GC ? "malloc's heap:" : "GC heap:      ",
+                     (unsigned long long)t->other_heap_allocations,
+                     in->heap == MTL_HEAP_GC ? "malloc" : "gc");
     mtl_buf_addf(b, "trace:         %llu events in %llu blocks, %s\n",
                  (unsigned long long)t->events, (unsigned long long)in->blocks,
                  tr->truncated ? "truncated" : "complete");

@@ -20,6 +20,8 @@ void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int cs
             mtl_json_kv_number(&j, "alloc_bytes", p[i].alloc_bytes);
             mtl_json_kv_number(&j, "alloc_calls", p[i].alloc_calls);
             mtl_json_kv_uint(&j, "rss_bytes", p[i].rss);
+            if (t->gc)
+                mtl_json_kv_uint(&j, "gc_heap_bytes", p[i].gc_heap);
             mtl_json_end(&j);
         }
         mtl_json_end(&j);
@@ -28,11 +30,16 @@ void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int cs
         return;
     }
     if (csv) {
-        mtl_buf_adds(b, "time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes\n");
-        for (size_t i = 0; i < t->n; i++)
-            mtl_buf_addf(b, "%llu,%.0f,%.0f,%.0f,%llu\n", (unsigned long long)p[i].time_us,
+        mtl_buf_addf(b, "time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes%s\n",
+                     t->gc ? ",gc_heap_bytes" : "");
+        for (size_t i = 0; i < t->n; i++) {
+            mtl_buf_addf(b, "%llu,%.0f,%.0f,%.0f,%llu", (unsigned long long)p[i].time_us,
                          p[i].live, p[i].alloc_bytes, p[i].alloc_calls,
                          (unsigned long long)p[i].rss);
+            if (t->gc)
+                mtl_buf_addf(b, ",%llu", (unsigned long long)p[i].gc_heap);
+            mtl_buf_addc(b, '\n');
+        }
         return;
     }
     mtl_render_text_head(b, &t->head);
@@ -41,15 +48,17 @@ void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int cs
         if (p[i].live > most)
             most = p[i].live;
     const int cols = 40;
+    /* The collector's heap: its size after collections where RSS goes. */
     mtl_buf_addf(b, "%10s %11s %11s %11s  LIVE (# = %s)\n", "TIME", "LIVE", "ALLOCATED",
-                 "RSS", "full scale");
+                 t->gc ? "GC HEAP" : "RSS", "full scale");
     for (size_t i = 0; i < t->n; i++) {
         char l[32], al[32], r[32];
         int bar = (int)(cols * p[i].live / most + 0.5);
+        uint64_t last = t->gc ? p[i].gc_heap : p[i].rss;
         mtl_buf_addf(b, "%9.3fs %11s %11s %11s  ", (double)p[i].time_us / 1e6,
                      mtl_human_bytes(l, sizeof l, p[i].live),
                      mtl_human_bytes(al, sizeof al, p[i].alloc_bytes),
-                     p[i].rss ? mtl_human_bytes(r, sizeof r, (double)p[i].rss) : "-");
+                     last ? mtl_human_bytes(r, sizeof r, (double)last) : "-");
         mtl_buf_pad(b, '#', bar > 0 ? (size_t)bar : 0);
         mtl_buf_addc(b, '\n');
     }

@@ -31,6 +31,10 @@ struct mtl_allocs {
  * defined by the time it returns. */
 int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out);
 
+/* The heaps the reader gives (mtl_reader_heaps): the per-block sums are
+ * for malloc's heap alone. */
+unsigned mtl__reader_heaps(const struct mtl_reader *r);
+
 struct mtl_block_sums;
 /* The allocations of the next block summed per stack (blocksums.h: made
  * by the worker that decoded it, when the reader has workers): 1 and *out,

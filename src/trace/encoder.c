@@ -319,6 +319,36 @@ static void put_tag(struct mtl_encoder *e, uint64_t t_ns, uint64_t ptr, uint32_t
     put_var(e, MTL_S_MAIN, tag);
 }
 
+/* ALLOC, or ALLOC_EX for a block with a type tag or a collector's; the
+ * counts are malloc's only. */
+static void put_alloc(struct mtl_encoder *e, uint64_t t_ns, uint64_t size, uint32_t stack,
+                      uint64_t ptr, uint32_t tag, int gc)
+{
+    unsigned flags = (tag ? MTL_ALLOC_EX_TAG : 0) | (gc ? MTL_ALLOC_EX_GC : 0);
+    if (!gc) {
+        e->allocations++;
+        e->bytes += size;
+    }
+    put_byte(e, MTL_S_MAIN, flags ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
+    put_dt(e, t_ns);
+    put_var(e, MTL_S_SIZE, size);
+    put_var(e, MTL_S_STACK, stack);
+    put_ptr(e, ptr);
+    if (flags) {
+        put_var(e, MTL_S_MAIN, flags);
+        if (tag)
+            put_var(e, MTL_S_MAIN, tag);
+    }
+}
+
+/* GC_HEAP: the collector's heap size after a collection. */
+static void put_gc_heap(struct mtl_encoder *e, uint64_t t_ns, uint64_t bytes)
+{
+    put_byte(e, MTL_S_MAIN, MTL_REC_GC_HEAP);
+    put_dt(e, t_ns);
+    put_var(e, MTL_S_MAIN, bytes);
+}
+
 static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
 {
     reserve(e, 64);
@@ -332,24 +362,15 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
     if (e->observe && (type == MTL_CEV_ALLOC || type == MTL_CEV_FREE))
         e->observe(e->observe_ctx, ev);
     switch (type) {
-    case MTL_CEV_ALLOC: {
-        uint64_t size = MTL_CEV_SIZE(ev->b);
-        uint32_t tag = MTL_CEV_TAG(ev->b);
-        e->allocations++;
-        e->bytes += size;
-        put_byte(e, MTL_S_MAIN, tag ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
-        put_dt(e, t);
-        put_var(e, MTL_S_SIZE, size);
-        put_var(e, MTL_S_STACK, ev->stack);
-        put_ptr(e, ev->a);
-        if (tag) {
-            put_var(e, MTL_S_MAIN, 1); /* flags: a type tag follows */
-            put_var(e, MTL_S_MAIN, tag);
-        }
+    case MTL_CEV_ALLOC:
+        put_alloc(e, t, MTL_CEV_SIZE(ev->b), ev->stack, ev->a, MTL_CEV_TAG(ev->b),
+                  (ev->b & MTL_CEV_GC) != 0);
         break;
-    }
+    case MTL_CEV_GC_HEAP:
+        put_gc_heap(e, t, ev->a);
+        break;
     case MTL_CEV_FREE:
-        e->frees++;
+        e->frees += !(ev->b & MTL_CEV_GC); /* b: MTL_CEV_GC for a collector's block */
         put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
         put_dt(e, t);
         put_ptr(e, ev->a);
@@ -936,20 +957,13 @@ void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, ui
     }
     switch (ev->type) {
     case MTL_EV_ALLOC:
-        e->allocations++;
-        e->bytes += ev->size;
-        put_byte(e, MTL_S_MAIN, ev->tag ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
-        put_dt(e, t);
-        put_var(e, MTL_S_SIZE, ev->size);
-        put_var(e, MTL_S_STACK, ev->stack);
-        put_ptr(e, ev->ptr);
-        if (ev->tag) {
-            put_var(e, MTL_S_MAIN, 1);
-            put_var(e, MTL_S_MAIN, ev->tag);
-        }
+        put_alloc(e, t, ev->size, ev->stack, ev->ptr, ev->tag, ev->heap == MTL_HEAP_GC);
+        break;
+    case MTL_EV_GC_HEAP:
+        put_gc_heap(e, t, ev->size);
         break;
     case MTL_EV_FREE:
-        e->frees++;
+        e->frees += ev->heap != MTL_HEAP_GC;
         put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
         put_dt(e, t);
         put_ptr(e, ev->ptr);

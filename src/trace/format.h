@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 2u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 3u       /* u32 little endian at offset 8 */
 #define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
@@ -52,10 +52,12 @@ enum mtl__record {
     MTL_REC_RSS = 0x0d,
     MTL_REC_END = 0x0e,
     MTL_REC_TAG = 0x0f,         /* version 2 */
+    MTL_REC_GC_HEAP = 0x10,     /* version 3 */
 };
 
 /* Flags of an ALLOC_EX record. */
 #define MTL_ALLOC_EX_TAG 0x1u     /* a type tag string id follows */
+#define MTL_ALLOC_EX_GC 0x2u      /* a garbage collector's block (version 3) */
 
 /* Why a trace ended (the END record). */
 enum mtl__end_reason {

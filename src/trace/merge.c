@@ -274,6 +274,9 @@ static int put(struct merge *m, size_t k, const struct mtl_event *src, uint64_t 
         ev.thread = thread;
         mtl_encoder_put_event(m->e, &ev, 0, NULL);
         return 0;
+    case MTL_EV_GC_HEAP:
+        mtl_encoder_put_event(m->e, &ev, 0, NULL); /* per input, as it came */
+        return 0;
     case MTL_EV_TAG:
         if (src->tag && map_string(m, in, src->tag, &ev.tag) < 0)
             return -1;
@@ -281,7 +284,7 @@ static int put(struct merge *m, size_t k, const struct mtl_event *src, uint64_t 
         mtl_encoder_put_event(m->e, &ev, 0, NULL);
         return 0;
     case MTL_EV_ALLOC:
-        in->allocations++;
+        in->allocations += src->heap != MTL_HEAP_GC; /* malloc's, as the totals */
         if (map_node(m, in, src->stack, &ev.stack) < 0 ||
             (src->tag && map_string(m, in, src->tag, &ev.tag) < 0))
             return -1;
@@ -416,10 +419,12 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         int r = mtl_reader_open(&m.in[k].r, paths[k]);
-        if (r < 0)
+        if (r < 0) {
             rc = fail(&m, MTL_MERGE_UNREADABLE, k, r == MTL_EIO ? -errno : r);
-        else
+        } else {
+            mtl_reader_heaps(m.in[k].r, MTL_HEAPS_ALL); /* both heaps, kept apart */
             m.in[k].info = mtl_reader_info(m.in[k].r);
+        }
     }
     if (rc == 0)
         rc = check_inputs(&m, paths);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hmap.h"
 #include "common/varint.h"
 #include "trace/allocs.h"
 #include "trace/blocks.h"
@@ -65,6 +66,17 @@ struct mtl_reader {
     int no_pointers;        /* pointers are not wanted: their stream is skipped */
     int sums_taken;         /* the current block's sums were handed out */
     int sums_wanted;        /* the workers were asked for them */
+    /* heaps (mtl_reader_heaps): the ones whose events are given; the live
+     * blocks of the collector's heap (address -> 1), to tell whose a free
+     * is once one was seen; and the allocations of the current block left
+     * out, to take out of its sums */
+    unsigned heaps;
+    int gc_seen;
+    struct mtl_hmap gc_live;
+    struct skipped { uint32_t stack; double count, bytes; } *skipped;
+    size_t nskipped, skipped_cap;
+    struct mtl_sums_buf kept;   /* a block's sums less those */
+    struct mtl_hmap kept_at;    /* stack -> entry of kept */
 
     /* decoder state */
     uint64_t last_us, last_ptr;
@@ -489,6 +501,70 @@ static int advance_time(struct mtl_reader *r, struct mtl_event *ev)
 }
 
 /* Decodes one record; returns 1 when it filled *ev, 0 for a definition. */
+/* An allocation of a heap not read: nothing is given of it, but a block's
+ * sums (made from its streams alone) count it, so it is noted for
+ * taking out of them. */
+static int skip_alloc(struct mtl_reader *r, uint32_t stack, uint64_t size)
+{
+    r->info.other_heap_allocations++;
+    if (!r->sums_wanted)
+        return 0;
+    if (r->nskipped == r->skipped_cap) {
+        size_t cap = r->skipped_cap ? 2 * r->skipped_cap : 64;
+        struct skipped *p = realloc(r->skipped, cap * sizeof *p);
+        if (!p)
+            return MTL_ENOMEM;
+        r->skipped = p;
+        r->skipped_cap = cap;
+    }
+    struct skipped *k = &r->skipped[r->nskipped++];
+    k->stack = stack;
+    mtl__weights(r->info.mode, r->info.sample_rate, size, &k->count, &k->bytes);
+    return 0;
+}
+
+/* A block's sums less the allocations skipped in it: a copy in r. */
+static int sums_less_skipped(struct mtl_reader *r, const struct mtl_block_sums *s,
+                             const struct mtl_block_sums **out)
+{
+    struct mtl_sums_buf *k = &r->kept;
+    if (s->n > k->cap) {
+        uint32_t *st = realloc(k->stack, s->n * sizeof *st);
+        if (st)
+            k->stack = st;
+        double *c = st ? realloc(k->calls, s->n * sizeof *c) : NULL;
+        if (c)
+            k->calls = c;
+        double *b = c ? realloc(k->bytes, s->n * sizeof *b) : NULL;
+        if (!b)
+            return MTL_ENOMEM;
+        k->bytes = b;
+        k->cap = s->n;
+    }
+    memcpy(k->stack, s->stack, s->n * sizeof *k->stack);
+    memcpy(k->calls, s->calls, s->n * sizeof *k->calls);
+    memcpy(k->bytes, s->bytes, s->n * sizeof *k->bytes);
+    mtl_hmap_clear(&r->kept_at);
+    for (size_t i = 0; i < s->n; i++)
+        if (mtl_hmap_put(&r->kept_at, s->stack[i], i, NULL) < 0)
+            return MTL_ENOMEM;
+    for (size_t i = 0; i < r->nskipped; i++) {
+        uint64_t at;
+        if (!mtl_hmap_get(&r->kept_at, r->skipped[i].stack, &at))
+            return MTL_ECORRUPT; /* the streams and the records disagree */
+        k->calls[at] -= r->skipped[i].count;
+        k->bytes[at] -= r->skipped[i].bytes;
+    }
+    k->out = *s;
+    k->out.stack = k->stack;
+    k->out.calls = k->calls;
+    k->out.bytes = k->bytes;
+    k->out.allocs -= r->nskipped;
+    r->nskipped = 0;
+    *out = &k->out;
+    return 0;
+}
+
 static int read_record(struct mtl_reader *r, struct mtl_event *ev)
 {
     uint8_t type = *r->sp++;
@@ -586,13 +662,22 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
             return rc;
         if (type == MTL_REC_ALLOC_EX) {
             GET(flags);
-            if (flags & ~(uint64_t)MTL_ALLOC_EX_TAG)
+            if (flags & ~(uint64_t)(MTL_ALLOC_EX_TAG | MTL_ALLOC_EX_GC) ||
+                ((flags & MTL_ALLOC_EX_GC) && r->info.version < 3))
                 return MTL_ECORRUPT;
             if (flags & MTL_ALLOC_EX_TAG)
                 GET(tag);
         }
         if (stack >= r->nnodes || tag > r->nstrings)
             return MTL_ECORRUPT;
+        ev->heap = flags & MTL_ALLOC_EX_GC ? MTL_HEAP_GC : MTL_HEAP_MALLOC;
+        if (ev->heap == MTL_HEAP_GC) {
+            r->gc_seen = 1;
+            if (!r->no_pointers && mtl_hmap_put(&r->gc_live, ptr, 1, NULL) < 0)
+                return MTL_ENOMEM;
+        }
+        if (!(r->heaps & (1u << ev->heap)))
+            return skip_alloc(r, (uint32_t)stack, size);
         ev->type = MTL_EV_ALLOC;
         ev->thread = r->cur_thread;
         ev->ptr = ptr;
@@ -607,6 +692,10 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
     case MTL_REC_FREE:
         if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, &ev->ptr)) < 0)
             return rc;
+        ev->heap = r->gc_seen && mtl_hmap_take(&r->gc_live, ev->ptr, NULL) ? MTL_HEAP_GC
+                                                                          : MTL_HEAP_MALLOC;
+        if (!(r->heaps & (1u << ev->heap)))
+            return 0;
         ev->type = MTL_EV_FREE;
         ev->thread = r->cur_thread;
         ev->size = 0;
@@ -624,6 +713,17 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         ev->type = MTL_EV_TAG;
         ev->thread = r->cur_thread;
         ev->tag = (uint32_t)v;
+        return 1;
+    case MTL_REC_GC_HEAP:
+        if (r->info.version < 3)
+            return MTL_ECORRUPT; /* not a record before version 3 */
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        if (!(r->heaps & MTL_HEAPS_GC))
+            return 0;
+        ev->type = MTL_EV_GC_HEAP;
+        ev->size = v;
         return 1;
     case MTL_REC_RSS:
         if ((rc = advance_time(r, ev)) < 0)
@@ -697,7 +797,7 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
             uint8_t type = *r->sp;
             uint64_t dt, size, stack, ptr;
             int rc;
-            if (type == MTL_REC_ALLOC) {
+            if (type == MTL_REC_ALLOC && (r->heaps & MTL_HEAPS_MALLOC)) {
                 r->sp++;
                 if ((rc = need_sizes(r)) < 0)
                     return rc;
@@ -717,7 +817,7 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
                 out->stack[i] = (uint32_t)stack;
                 out->thread[i] = r->cur_thread;
                 out->tag[i] = 0;
-            } else if (type == MTL_REC_FREE) {
+            } else if (type == MTL_REC_FREE && !r->gc_seen) {
                 r->sp++;
                 GETS(MTL_S_TIME, dt);
                 if ((rc = get_ptr(r, &ptr)) < 0)
@@ -732,6 +832,8 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
                     r->info.duration_us = r->last_us;
                 if ((rc = read_record(r, &ev)) < 0)
                     return rc;
+                if (rc > 0 && ev.type == MTL_EV_FREE)
+                    r->seq++;
                 if (rc > 0 && ev.type == MTL_EV_ALLOC) {
                     size_t i = out->n++;
                     out->seq[i] = r->seq++;
@@ -816,8 +918,8 @@ static int walk_rest(struct mtl_reader *r)
 
 int mtl__reader_alloc_sums(struct mtl_reader *r, const struct mtl_block_sums **out)
 {
-    if (!r->no_pointers)
-        return MTL_EINVAL; /* the walk skips them */
+    if (!r->no_pointers || !(r->heaps & MTL_HEAPS_MALLOC))
+        return MTL_EINVAL; /* the walk skips them, and sums ALLOC records */
     if (!r->sums_wanted) {
         mtl__blocks_want_sums(r->src, r->info.mode, r->info.sample_rate);
         r->sums_wanted = 1;
@@ -839,6 +941,8 @@ int mtl__reader_alloc_sums(struct mtl_reader *r, const struct mtl_block_sums **o
                 return MTL_ECORRUPT;
             r->sums_taken = 1;
             *out = s;
+            if (r->nskipped && (rc = sums_less_skipped(r, s, out)) < 0)
+                return rc;
             return 1;
         }
         int rc = advance_block(r);
@@ -870,6 +974,9 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
         return rc;
     }
     r->pos = MTL_FILE_HEADER_SIZE;
+    r->heaps = MTL_HEAPS_MALLOC;
+    r->gc_live = (struct mtl_hmap)MTL_HMAP_INIT;
+    r->kept_at = (struct mtl_hmap)MTL_HMAP_INIT;
     r->info.version = mtl__get_u32le(h + 8);
     r->info.program = r->info.command_line = "";
     r->nnodes = 1;
@@ -958,6 +1065,16 @@ void mtl_reader_skip_pointers(struct mtl_reader *r, int skip)
 {
     r->no_pointers = skip;
     mtl__blocks_want_pointers(r->src, !skip);
+}
+
+void mtl_reader_heaps(struct mtl_reader *r, unsigned heaps)
+{
+    r->heaps = heaps & MTL_HEAPS_ALL;
+}
+
+unsigned mtl__reader_heaps(const struct mtl_reader *r)
+{
+    return r->heaps;
 }
 
 void mtl_reader_threads(struct mtl_reader *r, unsigned n)
@@ -1081,6 +1198,12 @@ void mtl_reader_close(struct mtl_reader *r)
     }
     free(r->modules);
     free(r->ranges);
+    mtl_hmap_release(&r->gc_live);
+    mtl_hmap_release(&r->kept_at);
+    free(r->skipped);
+    free(r->kept.stack);
+    free(r->kept.calls);
+    free(r->kept.bytes);
     for (uint32_t i = 1; i <= r->nstrings; i++)
         free(r->strings[i]);
     free(r->strings);

@@ -27,7 +27,7 @@ end 40
 EOF
 "$MEMTALLY_BIN" dump a.mtly >a.dump || fail "dump failed"
 cat >want.dump <<'EOF'
-# memtally trace version 2: demo -x  "y" (pid 42), full mode
+# memtally trace version 3: demo -x  "y" (pid 42), full mode
 0 t0 thread-start tid=42
 0 t0 thread-name name=demo
 5 t1 thread-start tid=43

@@ -212,7 +212,7 @@ static void test_damage(void)
     FILE *fp;
 
     fp = fopen(path, "wb");
-    file_header(fp, 3, 0); /* a version newer than this reader's */
+    file_header(fp, 4, 0); /* a version newer than this reader's */
     fclose(fp);
     expect_open_error(MTL_EVERSION);
     fp = fopen(path, "wb");
@@ -369,6 +369,59 @@ static void test_tag(void)
     CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
 }
 
+/* A collector's block (ALLOC_EX flag 2, version 3) and GC_HEAP: a reader
+ * gives malloc's heap by default, the collector's when asked, both when
+ * asked; its free goes with it.  In a version 2 file the flag is corrupt. */
+static void gc_blocks(struct tb_buf *b1, struct tb_buf *b2)
+{
+    good_blocks(b1, b2, 0);
+    /* the last pointer was 0x1000 (the free) */
+    tb_byte(b2, MTL_REC_ALLOC_EX), tb_dt(b2, 2), tb_size(b2, 64), tb_stack(b2, 3),
+        tb_ptr_delta(b2, 0x8000), tb_var(b2, MTL_ALLOC_EX_GC);
+    tb_byte(b2, MTL_REC_GC_HEAP), tb_dt(b2, 1), tb_var(b2, 65536);
+    tb_byte(b2, MTL_REC_FREE), tb_dt(b2, 1), tb_ptr_window(b2, 0); /* the block of 64 */
+    tb_byte(b2, MTL_REC_END), tb_dt(b2, 0), tb_var(b2, 0), tb_var(b2, 0);
+}
+
+static void count_heap(unsigned heaps, int *allocs, int *frees, int *gc_allocs, int *gc_heap)
+{
+    struct mtl_reader *r;
+    struct mtl_event ev;
+    int rc;
+    *allocs = *frees = *gc_allocs = *gc_heap = 0;
+    CHECK(mtl_reader_open(&r, path) == 0);
+    if (heaps)
+        mtl_reader_heaps(r, heaps);
+    while ((rc = mtl_reader_next(r, &ev)) > 0) {
+        *allocs += ev.type == MTL_EV_ALLOC;
+        *frees += ev.type == MTL_EV_FREE;
+        *gc_allocs += ev.type == MTL_EV_ALLOC && ev.heap == MTL_HEAP_GC;
+        if (ev.type == MTL_EV_GC_HEAP)
+            *gc_heap = (int)ev.size;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK(mtl_reader_info(r)->complete);
+    CHECK_EQ(mtl_reader_info(r)->other_heap_allocations,
+             heaps == MTL_HEAPS_ALL ? 0 : heaps == MTL_HEAPS_GC ? 2 : 1);
+    mtl_reader_close(r);
+}
+
+static void test_gc_heap(void)
+{
+    struct tb_buf b1, b2;
+    int a, f, g, h;
+    gc_blocks(&b1, &b2);
+    write_trace_version(3, &b1, &b2);
+    count_heap(0, &a, &f, &g, &h); /* malloc's: 2 blocks, 1 free */
+    CHECK(a == 2 && f == 1 && g == 0 && h == 0);
+    count_heap(MTL_HEAPS_GC, &a, &f, &g, &h);
+    CHECK(a == 1 && f == 1 && g == 1 && h == 65536);
+    count_heap(MTL_HEAPS_ALL, &a, &f, &g, &h);
+    CHECK(a == 3 && f == 2 && g == 1 && h == 65536);
+    write_trace_version(2, &b1, &b2);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -378,6 +431,7 @@ int main(void)
     test_truncated();
     test_records_after_end();
     test_tag();
+    test_gc_heap();
     test_damage();
     unlink(path);
     CHECKS_DONE();
