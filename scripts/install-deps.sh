@@ -23,8 +23,10 @@ pkgs="gcc g++ make pkg-config libunwind-dev libzstd-dev libdw-dev libelf-dev
 # libjemalloc2, libtcmalloc-minimal4: allocators with operators new and
 # delete of their own, which the recorder must see (test_exact_allocators).
 if [ "${1:-}" = browser ]; then
-    pkgs="$pkgs chromium fonts-dejavu-core golang-go"
+    pkgs="$pkgs chromium fonts-dejavu-core golang-go libgc-dev"
     # golang-go: go tool pprof reads what export --format pprof writes.
+    # libgc-dev: the Boehm GC program whose heap the recorder must see
+    # (test_gc).
     # node and npm may come from elsewhere than Debian (nodesource): only
     # when the commands are missing.
     command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"

@@ -93,7 +93,7 @@ ALWAYS_INLINE void note_alloc(void *p, size_t size, uint32_t tag)
     tls->in_hook = 1;
     if (!mtl__pl.opt.sample_rate || mtl__sampled_add((uint64_t)(uintptr_t)p) == 0) {
         if (mtl__thread_state()) {
-            uint64_t max = (1ull << MTL_CEV_SIZE_BITS) - 1;
+            uint64_t max = MTL_CEV_GC - 1;
             uint64_t b = (size < max ? size : max) |
                          (uint64_t)(tag <= 0xffff ? tag : 0) << MTL_CEV_SIZE_BITS;
             mtl__record_alloc((uint64_t)(uintptr_t)p, b, mtl__capture_stack(tls->slot, 0));

@@ -241,6 +241,22 @@ void mtl__record_free(uint64_t ptr)
     }
 }
 
+void mtl__record_gc_free(uint64_t ptr)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    if (ts) {
+        append(ts, MTL_CEV_FREE, ptr, MTL_CEV_GC, 0);
+        mtl__user_hook(MTL_CEV_FREE, ptr, MTL_CEV_GC, 0);
+    }
+}
+
+void mtl__record_gc_heap(uint64_t bytes)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    if (ts)
+        append(ts, MTL_CEV_GC_HEAP, bytes, 0, 0);
+}
+
 /* With ts locked: this thread's latest allocation event of ptr among its
  * last 64, if the writer has not read it (the thread's chunk is its own
  * until the writer detaches it, which takes this lock), else NULL. */
@@ -281,7 +297,7 @@ void mtl__record_tag(uint64_t ptr, uint32_t tag)
     mtl_spin_lock(&ts->lock);
     struct mtl_cev *e = tag <= 0xffff ? unread_alloc(ts, ptr) : NULL;
     if (e)
-        e->b = MTL_CEV_SIZE(e->b) | (uint64_t)tag << MTL_CEV_SIZE_BITS;
+        e->b = (e->b & ((1ull << MTL_CEV_SIZE_BITS) - 1)) | (uint64_t)tag << MTL_CEV_SIZE_BITS;
     mtl_spin_unlock(&ts->lock);
     if (!e)
         append(ts, MTL_CEV_TAG, ptr, tag, 0);

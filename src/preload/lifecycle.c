@@ -183,6 +183,7 @@ void mtl__stop_recording(const char *why, int err)
 static void atfork_prepare(void)
 {
     mtl__tls.in_hook++;
+    mtl__gc_atfork(0);
     mtl__modules_atfork(0);
     mtl__stacks_atfork(0);
     mtl__events_atfork(0);
@@ -195,6 +196,7 @@ static void atfork_parent(void)
     mtl__events_atfork(1);
     mtl__stacks_atfork(1);
     mtl__modules_atfork(1);
+    mtl__gc_atfork(1);
     mtl__tls.in_hook--;
 }
 
@@ -203,6 +205,7 @@ static void atfork_child(void)
     /* memtally record's region is the parent's: the child goes on in one
      * of its own (recording or not, it must not touch the parent's). */
     int on_shared = mtl__pl.region == mtl__pl.shared;
+    mtl__gc_atfork(2);
     if (on_shared && mtl__events_go_private() < 0) {
         atomic_store(&early_state, MTL_OFF); /* not the parent's word */
         mtl__pl.state = &early_state;

@@ -51,6 +51,7 @@ struct mtl__tls {
     uint64_t rng;           /* the sampler's random state */
     void *last_alloc;       /* the block malloc's hook recorded last */
     int in_user_hook;       /* in the program's mtl_set_hook function */
+    int in_gc;              /* inside the garbage collector (gc.c) */
     /* The interpreter's frames (mtl_frame_push), outermost first, each with
      * the stack pointer of the native function that pushed it; pushes past
      * MTL_IFRAMES are counted, not kept. */
@@ -112,6 +113,10 @@ int mtl__events_init(void) MTL_HIDDEN;
 struct mtl_tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
 void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
+/* gc.c: a collector's block freed, and its heap size after a collection. */
+void mtl__record_gc_free(uint64_t ptr) MTL_HIDDEN;
+void mtl__record_gc_heap(uint64_t bytes) MTL_HIDDEN;
+void mtl__gc_atfork(int phase) MTL_HIDDEN;
 /* custom.c: pools' blocks (mtl_pool) whose free is not recorded: how many
  * there are, and taking one (1: ptr was one). */
 extern _Atomic uint32_t mtl__pools MTL_HIDDEN;

@@ -55,6 +55,7 @@ void mtl__call_user_hook(unsigned type, uint64_t ptr, uint64_t size_tag, uint32_
         .size = MTL_CEV_SIZE(size_tag),
         .stack = stack,
         .tag = MTL_CEV_TAG(size_tag),
+        .heap = size_tag & MTL_CEV_GC ? MTL_HEAP_GC : MTL_HEAP_MALLOC,
     };
     if (type == MTL_CEV_ALLOC)
         mtl__weights(mtl__pl.opt.sample_rate ? MTL_MODE_SAMPLED : MTL_MODE_FULL,
