@@ -51,6 +51,9 @@ enum mtl_event_type {
                                 tag from now on, as if allocated with it */
     MTL_EV_GC_HEAP = 10,     /* size: the garbage collector's heap size after
                                 a collection (only when its heap is read) */
+    MTL_EV_CALLS = 11,       /* thread, stack, size: thread called the function
+                                that the one-frame stack names size more times
+                                (record --calls; they add up) */
 };
 
 /* Which heap a block is of: malloc's (and the program's own allocators',
@@ -90,6 +93,7 @@ struct mtl_trace_info {
     enum mtl_mode mode;
     uint64_t sample_rate;    /* bytes, sampled mode only */
     uint32_t max_depth;      /* frames kept per stack */
+    int calls_counted;       /* record --calls: CALLS events count calls */
     uint64_t duration_us;    /* time of the last event read so far */
     int truncated;           /* 1 once the reader found the trace cut short */
     int complete;            /* 1 once the reader read the end record */

@@ -47,6 +47,11 @@ struct mtl_thread_rows {
 
 struct mtl_report {
     struct mtl_result_head head;
+    /* The trace counted true calls (record --calls) and the table is by
+     * function: calls are the functions' true calls, bytes (and extra:
+     * allocations) what was allocated while each was the innermost
+     * counted function of the stack (calls.c). */
+    int calls_counted;
     struct mtl_rows total;
     struct mtl_thread_rows *threads; /* those that allocated, in index order */
     size_t nthreads;

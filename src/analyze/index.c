@@ -46,7 +46,7 @@
 
 #define IX_MAGIC "MTLINDEX"
 #define IX_VERSION 7u   /* 5: the type tag column; 6: late tags (TAG records);
-                           7: totals of the other heap */
+                           7: totals of the other heap, calls counted */
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -112,6 +112,7 @@ struct ix_header {
     uint32_t truncated, complete;
     /* the trace's header */
     uint32_t trace_version, mode;
+    uint32_t calls_counted, pad;
     uint64_t pid, ppid, start_unix_us, sample_rate, max_depth, duration_us;
     uint64_t program, command_line;          /* offsets in the blob */
     struct mtl_totals totals;
@@ -365,6 +366,7 @@ static int attach(struct mtl_index *ix)
     in->mode = h->mode ? MTL_MODE_SAMPLED : MTL_MODE_FULL;
     in->sample_rate = h->sample_rate;
     in->max_depth = (uint32_t)h->max_depth;
+    in->calls_counted = (int)h->calls_counted;
     in->duration_us = h->duration_us;
     in->truncated = (int)h->truncated;
     in->complete = (int)h->complete;
@@ -984,6 +986,7 @@ static int finish(struct build *b, const struct mtl_reader *r, const struct ix_i
     h.start_unix_us = d.info.start_unix_us;
     h.sample_rate = d.info.sample_rate;
     h.max_depth = d.info.max_depth;
+    h.calls_counted = (uint32_t)d.info.calls_counted;
     h.duration_us = d.info.duration_us;
     h.totals = b->totals.t;
     h.totals.other_heap_allocations = d.info.other_heap_allocations;

@@ -24,6 +24,11 @@ int mtl__leaked_stacks(struct mtl_engine *e, const struct mtl_filter *f,
 
 /* The blocks that pass f summed per (thread, type tag): in out, each
  * entry's stack is the tag's string id, 0 for untagged blocks. */
+/* report's table when the trace counted true calls (calls.c): 0, a
+ * negative code, or 1 when the trace has no count after all (then out is
+ * left empty, for the usual table). */
+int mtl__calls_report(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_report_options *o, struct mtl_report *out);
 int mtl__type_sums(struct mtl_engine *e, const struct mtl_filter *f, struct mtl_stackagg *out);
 
 #endif

@@ -36,6 +36,14 @@ int mtl_report(struct mtl_engine *e, const struct mtl_filter *f,
 {
     memset(out, 0, sizeof *out);
     mtl__result_head(e, &out->head);
+    if (o->by == MTL_BY_FUNCTION && !o->inclusive &&
+        mtl_engine_defs(e)->info.calls_counted) {
+        int rc = mtl__calls_report(e, f, o, out);
+        if (rc < 0)
+            mtl_report_release(out);
+        if (rc <= 0)
+            return rc;
+    }
     int per_thread = !o->total_only && o->by != MTL_BY_THREAD;
     struct mtl_stackagg a = MTL_STACKAGG_INIT(per_thread || o->by == MTL_BY_THREAD);
     int rc = o->by == MTL_BY_TYPE ? mtl__type_sums(e, f, &a) : mtl_engine_sums(e, f, &a);

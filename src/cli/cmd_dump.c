@@ -103,7 +103,8 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
 {
     static const char *const names[] = { "", "alloc", "free", "thread-start",
                                          "thread-name", "thread-exit", "module-load",
-                                         "module-unload", "rss", "tag", "gc-heap" };
+                                         "module-unload", "rss", "tag", "gc-heap",
+                                         "calls" };
     const struct mtl_defs *df = mtl_engine_defs(d->e);
     char ptr[32];
     struct mtl_json *j = &d->j;
@@ -154,6 +155,13 @@ static void event_json(struct dump *d, const struct mtl_event *ev)
     case MTL_EV_RSS:
     case MTL_EV_GC_HEAP:
         mtl_json_kv_uint(j, "bytes", ev->size);
+        break;
+    case MTL_EV_CALLS:
+        mtl_json_kv_uint(j, "thread", ev->thread);
+        mtl_json_kv_uint(j, "function_stack", ev->stack);
+        mtl_json_kv_uint(j, "calls", ev->size);
+        if (d->stacks)
+            stack_json(d, ev->stack);
         break;
     case MTL_EV_TAG: {
         const char *name = mtl_defs_string(df, ev->tag);
@@ -219,6 +227,12 @@ static void event_text(struct dump *d, const struct mtl_event *ev)
         break;
     case MTL_EV_GC_HEAP:
         mtl_buf_addf(b, "%" PRIu64 " - gc-heap bytes=%" PRIu64 "\n", ev->time_us, ev->size);
+        break;
+    case MTL_EV_CALLS:
+        mtl_buf_addf(b, "%" PRIu64 " t%u calls function-stack=%u calls=%" PRIu64 "\n",
+                     ev->time_us, ev->thread, ev->stack, ev->size);
+        if (d->stacks)
+            stack_text(d, ev->stack);
         break;
     }
 }

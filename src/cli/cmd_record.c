@@ -45,6 +45,11 @@ static const char usage_text[] =
     "  --idle              start with recording paused (memtally ctl PID start)\n"
     "  --follow-fork       record forked children too, each into its own trace\n"
     "  --follow-exec       record programs this one execs, each into its own trace\n"
+    "  --calls             count true calls of the functions of a program built\n"
+    "                      with -finstrument-functions (report shows them)\n"
+    "  --pattern GLOB      with --calls: count the functions whose symbol\n"
+    "                      matches GLOB (* and ?; repeatable; default: all)\n"
+    "  --exclude GLOB      with --calls: not those (the last match decides)\n"
     "  -q, --quiet         do not print the trace's name at the end\n"
     "  --max-peak SIZE     fail (exit 86) if the peak of live bytes exceeds SIZE\n"
     "  --max-leak SIZE     fail (exit 86) if the bytes live at the end exceed SIZE\n"
@@ -159,6 +164,7 @@ struct record_env {
     long depth;
     uint64_t sample;
     int idle, follow_fork, follow_exec;
+    const char *calls;        /* --calls: its patterns, or NULL */
     int region_fd;            /* the region's descriptor (common/region.h), or -1 */
 };
 
@@ -178,7 +184,7 @@ static char **child_environment(const struct record_env *re, const char *program
         .depth = (unsigned long long)re->depth, .sample_rate = re->sample,
         .seed = seed ? strtoull(seed, NULL, 10) : 0, .idle = re->idle,
         .follow_fork = re->follow_fork, .follow_exec = re->follow_exec,
-        .region_fd = re->region_fd, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
+        .region_fd = re->region_fd, .calls = re->calls, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
     };
     size_t cap = 3 * PATH_MAX + (o.their_preload ? strlen(o.their_preload) : 0) + 512;
     char **env = calloc(n + MTL_ENV_MAX_BLOCK + 1, sizeof *env);
@@ -196,6 +202,9 @@ int cmd_record(int argc, char **argv)
     int follow_fork = 0, follow_exec = 0, quiet = 0;
     uint64_t max_peak = 0, max_leak = 0, sample = 0;
     int idle = 0;
+    int calls = 0;
+    static char call_patterns[4096]; /* +GLOB and -GLOB, split by MTL_CALLS_SEP */
+    size_t call_len = 0;
     int have_max_peak = 0, have_max_leak = 0;
     int i;
     for (i = 1; i < argc; i++) {
@@ -238,6 +247,21 @@ int cmd_record(int argc, char **argv)
                 cli_error("record: --sample= takes a size in bytes (like 512K)");
                 return 2;
             }
+        } else if (!strcmp(a, "--calls")) {
+            calls = 1;
+        } else if (!strcmp(a, "--pattern") || !strcmp(a, "--exclude") ||
+                   !strncmp(a, "--pattern=", 10) || !strncmp(a, "--exclude=", 10)) {
+            const char *v = a[9] == '=' ? a + 10 : (++i < argc ? argv[i] : NULL);
+            size_t n = v ? strlen(v) : 0;
+            if (!n || memchr(v, MTL_CALLS_SEP, n) || call_len + n + 5 >= sizeof call_patterns) {
+                cli_error("record: %.9s takes a function name pattern (like 'parse_*')", a);
+                return 2;
+            }
+            if (call_len)
+                call_patterns[call_len++] = MTL_CALLS_SEP;
+            call_patterns[call_len++] = a[2] == 'p' ? '+' : '-';
+            memcpy(call_patterns + call_len, v, n + 1);
+            call_len += n;
         } else if (!strcmp(a, "--idle")) {
             idle = 1;
         } else if (!strcmp(a, "--follow-fork")) {
@@ -254,6 +278,16 @@ int cmd_record(int argc, char **argv)
     if (i >= argc) {
         cli_error("record: no program to run (memtally record -- PROGRAM ARGS)");
         return 2;
+    }
+    if (call_len && !calls) {
+        cli_error("record: --pattern and --exclude choose the functions --calls counts: "
+                  "add --calls");
+        return 2;
+    }
+    if (call_len && call_patterns[0] == '-') {
+        /* Only exclusions: every other function is counted. */
+        memmove(call_patterns + 3, call_patterns, call_len + 1);
+        memcpy(call_patterns, "+*\x1e", 3);
     }
     if (output && !*output) {
         cli_error("record: empty output file name");
@@ -320,6 +354,7 @@ int cmd_record(int argc, char **argv)
         struct record_env re = { .pattern = pattern, .lib = lib, .depth = depth,
                                  .sample = sample, .idle = idle,
                                  .follow_fork = follow_fork, .follow_exec = follow_exec,
+                                 .calls = calls ? call_patterns : NULL,
                                  .region_fd = have_region ? writer.memfd : -1 };
         char **env = child_environment(&re, prog[0]);
         if (env)
@@ -388,6 +423,10 @@ int cmd_record(int argc, char **argv)
     /* A program that allocates without libc's malloc (an allocator of its
      * own on mmap, or none): an empty trace would puzzle.  Not sampled or
      * idle: nothing recorded is no sign there. */
+    if (calls && have_region && writer.written && !writer.calls_records)
+        cli_error("record: --calls: no call was counted: %s has no function built with "
+                  "-finstrument-functions (or none matched --pattern); recorded as usual",
+                  prog[0]);
     if (!quiet && !sample && !idle && have_region && writer.written && !writer.allocations)
         cli_error("record: no allocation of %s went through malloc or operator new; "
                   "it allocates by other means, or not at all", prog[0]);

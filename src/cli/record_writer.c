@@ -104,6 +104,7 @@ static void close_trace(struct record_writer *rw)
     }
     rw->out = -1;
     rw->allocations += rw->enc.allocations;
+    rw->calls_records += rw->enc.calls_records;
     atomic_store(&rw->r->done, 1);
 }
 

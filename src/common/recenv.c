@@ -48,6 +48,8 @@ size_t mtl_env_block_make(const struct mtl_env_opts *o, char *buf, size_t cap,
         entries[k++] = put(&at, end, MTL_ENV_FOLLOW_EXEC, "1", 0);
     if (o->region_fd >= 0)
         entries[k++] = put(&at, end, MTL_ENV_REGION, NULL, (unsigned long long)o->region_fd);
+    if (o->calls)
+        entries[k++] = put(&at, end, MTL_ENV_CALLS, o->calls, 0);
     /* Last: ld.so takes the last LD_PRELOAD; the user's stays in place. */
     char *pre = put(&at, end, MTL_ENV_PRELOAD, o->library, 0);
     if (pre && o->their_preload && *o->their_preload) {

@@ -34,6 +34,10 @@
 #define MTL_ENV_IDLE        "MEMTALLY_IDLE"
 #define MTL_ENV_FOLLOW_FORK "MEMTALLY_FOLLOW_FORK"
 #define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
+#define MTL_ENV_CALLS       "MEMTALLY_CALLS"      /* record --calls: the patterns,
+                                                   each +GLOB or -GLOB, split
+                                                   by MTL_CALLS_SEP */
+#define MTL_CALLS_SEP '\x1e'
 #define MTL_ENV_PRELOAD     "LD_PRELOAD"
 #define MTL_ENV_REGION      "MEMTALLY_REGION"     /* descriptor of the region
                                                    (common/region.h) for the
@@ -43,14 +47,14 @@
 static const char *const mtl_env_names[] = {
     MTL_ENV_MARKER, MTL_ENV_OUTPUT, MTL_ENV_OUTPUT_PID, MTL_ENV_PATTERN, MTL_ENV_DEPTH,
     MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
-    MTL_ENV_FOLLOW_EXEC, MTL_ENV_REGION, MTL_ENV_PRELOAD,
+    MTL_ENV_FOLLOW_EXEC, MTL_ENV_REGION, MTL_ENV_CALLS, MTL_ENV_PRELOAD,
 };
 
 /* The default path of a trace: %e the program's name, %p its pid. */
 #define MTL_TRACE_PATTERN "%e.%p.mtly"
 
 /* Entries in a block at most: the marker, every name above once. */
-#define MTL_ENV_MAX_BLOCK 13
+#define MTL_ENV_MAX_BLOCK 14
 
 /* What a block says; fields 0 or NULL are left out (pattern, depth and
  * library never are). */
@@ -61,6 +65,7 @@ struct mtl_env_opts {
     unsigned long long depth, sample_rate, seed;
     int idle, follow_fork, follow_exec;
     int region_fd;                 /* -1: none */
+    const char *calls;           /* record --calls: its patterns ("" for all) */
     const char *library;         /* libmemtally.so, first in LD_PRELOAD */
     const char *their_preload;   /* the LD_PRELOAD it goes before, or NULL */
 };

@@ -50,6 +50,8 @@ enum mtl_cev_type {
     MTL_CEV_THREAD_EXIT,
     MTL_CEV_TAG,            /* a: ptr, b: type tag (mtl_tag) */
     MTL_CEV_GC_HEAP,        /* a: the collector's heap size after a collection */
+    MTL_CEV_CALLS,          /* a: calls, b: the counting thread's index, stack:
+                               the function (record --calls) */
 };
 
 /* An ALLOC's b: the size in the low 47 bits, whether the block is a
@@ -124,6 +126,7 @@ struct mtl_region_info {
     uint64_t start_unix_us;
     uint64_t sample_rate;   /* 0: full mode */
     uint32_t depth;
+    uint32_t calls;         /* 1: record --calls counts calls */
     uint32_t cmdline_len;   /* arguments separated by spaces */
     char exe[4096];
     char cmdline[8192];

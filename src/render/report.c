@@ -34,7 +34,8 @@ static void json_paths(struct mtl_json *j, const struct mtl_row *row)
     mtl_json_end(j);
 }
 
-static void json_rows(struct mtl_json *j, const struct mtl_rows *rows, enum mtl_group by)
+static void json_rows(struct mtl_json *j, const struct mtl_rows *rows, enum mtl_group by,
+                      int calls_counted)
 {
     mtl_json_key(j, "rows");
     mtl_json_begin_array(j);
@@ -61,6 +62,8 @@ static void json_rows(struct mtl_json *j, const struct mtl_rows *rows, enum mtl_
         mtl_json_kv_number(j, "calls", row->calls);
         mtl_json_kv_number(j, "bytes", row->bytes);
         mtl_json_kv_number(j, "per_call", row->calls > 0 ? row->bytes / row->calls : 0);
+        if (calls_counted)
+            mtl_json_kv_number(j, "allocations", row->extra);
         mtl_json_kv_fixed(j, "percent", row->percent, 4);
         json_paths(j, row);
         mtl_json_end(j);
@@ -77,11 +80,13 @@ void mtl_render_report(struct mtl_buf *b, const struct mtl_report *r,
         mtl_json_init(&j, b);
         mtl_json_begin_object(&j);
         mtl_render_json_head(&j, &r->head);
+        if (r->calls_counted)
+            mtl_json_kv_bool(&j, "calls_counted", 1);
         mtl_json_key(&j, "total");
         mtl_json_begin_object(&j);
         mtl_json_kv_number(&j, "bytes", r->total.bytes);
         mtl_json_kv_number(&j, "calls", r->total.calls);
-        json_rows(&j, &r->total, o->by);
+        json_rows(&j, &r->total, o->by, r->calls_counted);
         if (o->by == MTL_BY_FUNCTION && !o->inclusive)
             mtl_render_json_skipped(&j, &r->total);
         mtl_json_end(&j);
@@ -96,7 +101,7 @@ void mtl_render_report(struct mtl_buf *b, const struct mtl_report *r,
             mtl_json_kv_fixed(&j, "percent", t->percent, 4);
             mtl_json_kv_number(&j, "bytes", t->rows.bytes);
             mtl_json_kv_number(&j, "calls", t->rows.calls);
-            json_rows(&j, &t->rows, o->by);
+            json_rows(&j, &t->rows, o->by, r->calls_counted);
             mtl_json_end(&j);
         }
         mtl_json_end(&j);
@@ -106,6 +111,10 @@ void mtl_render_report(struct mtl_buf *b, const struct mtl_report *r,
     }
     struct mtl_table_spec spec = { key_header(o->by), "CALLS", NULL, 1, 1 };
     mtl_render_text_head(b, &r->head);
+    if (r->calls_counted)
+        mtl_buf_adds(b, "CALLS are true calls (record --calls); BYTES were allocated while the "
+                        "function was\nthe innermost counted one (untraced callees count for "
+                        "it)\n\n");
     for (size_t i = 0; i < r->nthreads; i++) {
         const struct mtl_thread_rows *t = &r->threads[i];
         char title[128];

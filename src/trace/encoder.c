@@ -145,7 +145,7 @@ static void put_str(struct mtl_encoder *e, int stream, const char *str, size_t n
 /* --- the header -------------------------------------------------------- */
 
 enum { HK_PROGRAM = 1, HK_CMDLINE, HK_PID, HK_PPID, HK_START_UNIX_US, HK_MODE,
-       HK_SAMPLE_RATE, HK_MAX_DEPTH };
+       HK_SAMPLE_RATE, HK_MAX_DEPTH, HK_CALLS };
 
 static void hdr_int(struct mtl_encoder *e, unsigned key, uint64_t v)
 {
@@ -169,7 +169,7 @@ static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, co
 {
     reserve(e, elen + clen + 128);
     put_byte(e, MTL_S_MAIN, MTL_REC_HEADER);
-    put_var(e, MTL_S_MAIN, 8);
+    put_var(e, MTL_S_MAIN, in->calls_counted ? 9 : 8);
     hdr_str(e, HK_PROGRAM, exe, elen);
     hdr_str(e, HK_CMDLINE, cmd, clen);
     hdr_int(e, HK_PID, in->pid);
@@ -178,6 +178,8 @@ static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, co
     hdr_int(e, HK_MODE, in->sample_rate ? 1 : 0);
     hdr_int(e, HK_SAMPLE_RATE, in->sample_rate);
     hdr_int(e, HK_MAX_DEPTH, in->max_depth);
+    if (in->calls_counted)
+        hdr_int(e, HK_CALLS, 1);
 }
 
 static void write_header_record(struct mtl_encoder *e)
@@ -188,7 +190,7 @@ static void write_header_record(struct mtl_encoder *e)
     struct mtl_trace_info info = {
         .pid = (uint32_t)in->pid, .ppid = (uint32_t)in->ppid,
         .start_unix_us = in->start_unix_us, .sample_rate = in->sample_rate,
-        .max_depth = in->depth };
+        .max_depth = in->depth, .calls_counted = in->calls != 0 };
     write_header(e, in->exe, elen, in->cmdline, clen, &info);
 }
 
@@ -349,6 +351,18 @@ static void put_gc_heap(struct mtl_encoder *e, uint64_t t_ns, uint64_t bytes)
     put_var(e, MTL_S_MAIN, bytes);
 }
 
+/* CALLS: thread called the function of stack calls more times. */
+static void put_calls(struct mtl_encoder *e, uint64_t t_ns, uint32_t thread, uint32_t stack,
+                      uint64_t calls)
+{
+    e->calls_records++;
+    put_byte(e, MTL_S_MAIN, MTL_REC_CALLS);
+    put_dt(e, t_ns);
+    put_var(e, MTL_S_MAIN, thread);
+    put_var(e, MTL_S_MAIN, stack);
+    put_var(e, MTL_S_MAIN, calls);
+}
+
 static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
 {
     reserve(e, 64);
@@ -368,6 +382,9 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
         break;
     case MTL_CEV_GC_HEAP:
         put_gc_heap(e, t, ev->a);
+        break;
+    case MTL_CEV_CALLS:
+        put_calls(e, t, (uint32_t)ev->b, ev->stack, ev->a);
         break;
     case MTL_CEV_FREE:
         e->frees += !(ev->b & MTL_CEV_GC); /* b: MTL_CEV_GC for a collector's block */
@@ -961,6 +978,9 @@ void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, ui
         break;
     case MTL_EV_GC_HEAP:
         put_gc_heap(e, t, ev->size);
+        break;
+    case MTL_EV_CALLS:
+        put_calls(e, t, ev->thread, ev->stack, ev->size);
         break;
     case MTL_EV_FREE:
         e->frees += ev->heap != MTL_HEAP_GC;

@@ -70,6 +70,7 @@ struct mtl_encoder {
     uint32_t strings_emitted;    /* type names written as STRING records */
     uint64_t block_seq;        /* the next block's number in the file */
     uint64_t allocations, frees, bytes; /* written so far */
+    uint64_t calls_records;             /* CALLS records written (record --calls) */
     int failed;                /* the sink failed: nothing more is written */
     int err;                   /* its errno */
     int ended;                 /* the END record is written */

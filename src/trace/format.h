@@ -53,6 +53,7 @@ enum mtl__record {
     MTL_REC_END = 0x0e,
     MTL_REC_TAG = 0x0f,         /* version 2 */
     MTL_REC_GC_HEAP = 0x10,     /* version 3 */
+    MTL_REC_CALLS = 0x11,       /* version 3 */
 };
 
 /* Flags of an ALLOC_EX record. */

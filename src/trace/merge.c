@@ -277,6 +277,12 @@ static int put(struct merge *m, size_t k, const struct mtl_event *src, uint64_t 
     case MTL_EV_GC_HEAP:
         mtl_encoder_put_event(m->e, &ev, 0, NULL); /* per input, as it came */
         return 0;
+    case MTL_EV_CALLS:
+        if (map_node(m, in, src->stack, &ev.stack) < 0 ||
+            map_thread(m, in, k, src->thread, t, &ev.thread) < 0)
+            return -1;
+        mtl_encoder_put_event(m->e, &ev, 0, NULL);
+        return 0;
     case MTL_EV_TAG:
         if (src->tag && map_string(m, in, src->tag, &ev.tag) < 0)
             return -1;
@@ -432,7 +438,9 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
      * the earliest start and the deepest stacks. */
     uint64_t start = UINT64_MAX;
     uint32_t depth = 0;
+    int calls = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
+        calls |= m.in[k].info->calls_counted;
         if (m.in[k].info->start_unix_us < start)
             start = m.in[k].info->start_unix_us;
         if (m.in[k].info->max_depth > depth)
@@ -443,6 +451,7 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
         h.command_line = o->command_line;
         h.start_unix_us = o->tree ? start : h.start_unix_us;
         h.max_depth = depth;
+        h.calls_counted = calls;
         if (h.mode != MTL_MODE_SAMPLED)
             h.sample_rate = 0;
         if (mtl_encoder_begin_values(e, &h, sink, ctx) < 0)

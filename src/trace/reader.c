@@ -286,6 +286,7 @@ static int read_header(struct mtl_reader *r)
         case 6: r->info.mode = v ? MTL_MODE_SAMPLED : MTL_MODE_FULL; break;
         case 7: r->info.sample_rate = v; break;
         case 8: r->info.max_depth = (uint32_t)v; break;
+        case 9: r->info.calls_counted = v != 0; break;
         default: break; /* a newer writer's field: skip */
         }
     }
@@ -725,6 +726,25 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         ev->type = MTL_EV_GC_HEAP;
         ev->size = v;
         return 1;
+    case MTL_REC_CALLS: {
+        uint64_t stack;
+        if (r->info.version < 3)
+            return MTL_ECORRUPT; /* not a record before version 3 */
+        if ((rc = advance_time(r, ev)) < 0)
+            return rc;
+        GET(v);
+        GET(stack);
+        GET(v2);
+        if ((rc = thread_slot(r, v)) < 0)
+            return rc;
+        if (stack >= r->nnodes)
+            return MTL_ECORRUPT;
+        ev->type = MTL_EV_CALLS;
+        ev->thread = (uint32_t)v;
+        ev->stack = (uint32_t)stack;
+        ev->size = v2;
+        return 1;
+    }
     case MTL_REC_RSS:
         if ((rc = advance_time(r, ev)) < 0)
             return rc;
