@@ -142,6 +142,8 @@ bench:
 	@sh bench/analyze.sh
 	@sh bench/sampling.sh
 	@sh bench/api.sh
+	@sh bench/calls.sh
+	@sh bench/gc.sh
 
 PREFIX ?= /usr/local
 install: all

@@ -33,7 +33,8 @@ if [ "${1:-}" = browser ]; then
     command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 fi
 if [ "${1:-}" = bench ]; then
-    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev git perl"
+    pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev git perl
+          libgc-dev"
 fi
 missing=""
 for p in $pkgs; do

@@ -31,6 +31,7 @@ static struct {
 
 int mtl__begin_trace(const char *path, int start_thread)
 {
+    mtl__calls_drop();
     char expanded[sizeof mtl__pl.opt.output];
     int clobber;
     if (!api.have_configured && mtl__pl.opt.output[0]) {
@@ -130,6 +131,7 @@ static int stop_locked(int reason)
     int st = state();
     if (st != MTL_RECORDING && st != MTL_PAUSED)
         return -EINVAL;
+    mtl__calls_flush_all(); /* while recording: events are taken */
     atomic_store(mtl__pl.state, MTL_OFF);
     mtl__writer_finish(reason, 0, 10000);
     return 0;
@@ -174,6 +176,8 @@ int mtl__ctl_dump(const char *path)
     mtl__tls.in_hook++;
     pthread_mutex_lock(&api.mu);
     int st = state();
+    if (st == MTL_RECORDING)
+        mtl__calls_flush_all();
     int rc = st == MTL_RECORDING || st == MTL_PAUSED ? mtl__writer_dump(path) : -EINVAL;
     pthread_mutex_unlock(&api.mu);
     mtl__tls.in_hook--;

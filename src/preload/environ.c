@@ -205,7 +205,7 @@ char *const *mtl__env_for_exec(char *const envp[], size_t *made_size)
         .pattern = mtl__pl.opt.pattern, .depth = mtl__pl.opt.depth,
         .sample_rate = mtl__pl.opt.sample_rate, .seed = mtl__pl.opt.seed,
         .follow_fork = mtl__pl.opt.follow_fork, .follow_exec = 1, .region_fd = -1,
-        .library = self.dli_fname,
+        .calls = mtl__calls_patterns(), .library = self.dli_fname,
         .their_preload = theirs >= 0 ? mtl_env_value(envp[theirs], MTL_ENV_PRELOAD) : NULL,
     };
     char *strings = (char *)(env + n + MTL_ENV_MAX_BLOCK + 1);

@@ -250,6 +250,13 @@ void mtl__record_gc_free(uint64_t ptr)
     }
 }
 
+void mtl__record_calls(uint32_t thread, uint32_t stack, uint64_t calls)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    if (ts)
+        append(ts, MTL_CEV_CALLS, calls, thread, stack);
+}
+
 void mtl__record_gc_heap(uint64_t bytes)
 {
     struct mtl_tstate *ts = mtl__thread_state();
@@ -364,6 +371,7 @@ void mtl__thread_exit(void)
     int saved = errno;
     if (atomic_load(mtl__pl.state) == MTL_RECORDING) {
         note_own_name(ts);
+        mtl__calls_flush_mine();
         append(ts, MTL_CEV_THREAD_EXIT, 0, 0, 0);
     }
     tls->ts = NULL;

@@ -91,6 +91,7 @@ static void read_options(void)
     o->sample_rate = rate > 0 ? (uint64_t)rate : 0;
     long seed = env_long(MTL_ENV_SEED, 0);
     o->seed = seed > 0 ? (uint64_t)seed : 0;
+    mtl__calls_init(mtl__env_get(MTL_ENV_CALLS));
 }
 
 /* The region memtally record made for this process (common/region.h):
@@ -249,6 +250,7 @@ void mtl__before_exec(void)
         return;
     mtl__control_stop(); /* the new image makes its own, if it records */
     mtl__tls.in_hook++;
+    mtl__calls_flush_all();
     mtl__writer_exec_begin();
     mtl__tls.in_hook--;
 }
@@ -275,6 +277,7 @@ void mtl__before_exit_now(void)
     if (!ours())
         return;
     mtl__tls.in_hook++;
+    mtl__calls_flush_all();
     mtl__writer_finish(MTL_END_EXIT, 0, 5000);
     if (!writer_outside())
         atomic_store(mtl__pl.state, MTL_FINISHED);
@@ -406,6 +409,7 @@ static void finish_at_exit(void *unused)
     if (atomic_load(mtl__pl.state) == MTL_RECORDING)
         free_cxx_pool();
     mtl__tls.in_hook++;
+    mtl__calls_flush_all();
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
     if (!writer_outside())
         atomic_store(mtl__pl.state, MTL_FINISHED);

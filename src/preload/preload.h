@@ -117,6 +117,15 @@ void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
 void mtl__record_gc_free(uint64_t ptr) MTL_HIDDEN;
 void mtl__record_gc_heap(uint64_t bytes) MTL_HIDDEN;
 void mtl__gc_atfork(int phase) MTL_HIDDEN;
+/* calls.c (record --calls): thread index called the function of stack
+ * calls more times; its counting set up with the patterns (NULL: off);
+ * and the counts so far into the trace, of every thread or this one. */
+void mtl__record_calls(uint32_t thread, uint32_t stack, uint64_t calls) MTL_HIDDEN;
+void mtl__calls_init(const char *patterns) MTL_HIDDEN;
+const char *mtl__calls_patterns(void) MTL_HIDDEN;   /* NULL: not counting */
+void mtl__calls_flush_all(void) MTL_HIDDEN;
+void mtl__calls_flush_mine(void) MTL_HIDDEN;
+void mtl__calls_drop(void) MTL_HIDDEN;              /* a new trace: from 0 */
 /* custom.c: pools' blocks (mtl_pool) whose free is not recorded: how many
  * there are, and taking one (1: ptr was one). */
 extern _Atomic uint32_t mtl__pools MTL_HIDDEN;
@@ -153,6 +162,8 @@ void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child
 /* stacks.c: unwinding and interning. */
 int mtl__stacks_init(void) MTL_HIDDEN;
 uint32_t mtl__capture_stack(uint32_t slot, unsigned skip) MTL_HIDDEN;
+/* The one-frame stack of an address (0 when the table is full). */
+uint32_t mtl__stack_of_address(uint64_t addr) MTL_HIDDEN;
 void mtl__stacks_forget_addresses(void) MTL_HIDDEN; /* after an unload */
 void mtl__stacks_atfork(int phase) MTL_HIDDEN;
 

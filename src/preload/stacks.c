@@ -204,6 +204,14 @@ static uint32_t child(uint32_t parent, uint64_t addr)
     return count;
 }
 
+uint32_t mtl__stack_of_address(uint64_t addr)
+{
+    pthread_mutex_lock(&st.mu);
+    uint32_t id = child(0, addr);
+    pthread_mutex_unlock(&st.mu);
+    return id;
+}
+
 static uint32_t intern(void *const *frames, int n, uint64_t h)
 {
     uint32_t id = 0;

@@ -86,6 +86,7 @@ static void fill_info(void)
     in->start_unix_us = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
     in->sample_rate = mtl__pl.opt.sample_rate;
     in->depth = mtl__pl.opt.depth;
+    in->calls = mtl__calls_patterns() != NULL;
     atomic_store(&R->start_ns, mtl__pl.start_ns);
 }
 
