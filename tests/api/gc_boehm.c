@@ -6,14 +6,18 @@
  *   make_strings: GC_STRDUP            5 x "memtally" (9 bytes), kept
  *   make_freed:   GC_MALLOC            10 x 64 bytes, each GC_FREE'd
  *   grow:         GC_REALLOC           1 x 16 bytes to 4096 bytes
+ *   make_debug:   GC_debug_malloc      3 x 24 bytes, kept (it calls GC_malloc
+ *                                      inside: one allocation each all the same)
+ *   make_typed:   GC_malloc_explicitly_typed  4 x 32 bytes, kept
  *
- * That is 136 allocations of 4,797 + 4,096 + ... bytes through the
- * collector (see the test), and besides, one malloc of 777 bytes (freed)
- * in malloc's heap.  After the buffers are dropped, GC_gcollect() reclaims
+ * That is 144 allocations of 29,797 bytes through the collector (the
+ * realloc is two: the 16 bytes and the 4096), and besides, one malloc of
+ * 777 bytes (freed) in malloc's heap.  After the buffers are dropped, GC_gcollect() reclaims
  * at least some of them (the collector is conservative: a stale copy of an
  * address on the stack may keep one alive), and the kept ones never.
  * Prints "gc ok" at the end. */
 #include <gc/gc.h>
+#include <gc/gc_typed.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,7 @@ struct node {
 static struct node *nodes;      /* 100 nodes, reachable from here */
 static char *strings[5];
 static void *grown;
+static void *debug_blocks[3], *typed_blocks[4];
 
 static __attribute__((noinline)) void make_nodes(void)
 {
@@ -62,6 +67,20 @@ static __attribute__((noinline)) void grow(void)
     grown = GC_REALLOC(p, 4096);
 }
 
+static __attribute__((noinline)) void make_debug(void)
+{
+    for (int i = 0; i < 3; i++)
+        debug_blocks[i] = GC_debug_malloc(24, __FILE__, __LINE__);
+}
+
+static __attribute__((noinline)) void make_typed(void)
+{
+    GC_word bitmap = 1; /* the first word is a pointer */
+    GC_descr d = GC_make_descriptor(&bitmap, 1);
+    for (int i = 0; i < 4; i++)
+        typed_blocks[i] = GC_malloc_explicitly_typed(32, d);
+}
+
 /* Clears the stack below us, so that no stale copy of a dropped buffer's
  * address keeps it alive through the collection. */
 static __attribute__((noinline)) void scrub_stack(void)
@@ -78,13 +97,16 @@ int main(void)
     make_strings();
     make_freed();
     grow();
+    make_debug();
+    make_typed();
     scrub_stack();
     GC_gcollect();
     free(malloc(777));
     int n = 0;
     for (struct node *x = nodes; x; x = x->next)
         n++;
-    if (n != 100 || strcmp(strings[4], "memtally") || !grown)
+    if (n != 100 || strcmp(strings[4], "memtally") || !grown || !debug_blocks[2] ||
+        !typed_blocks[3])
         return 1;
     puts("gc ok");
     return 0;
