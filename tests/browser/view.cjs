@@ -10,7 +10,7 @@
 // Exit status 1 on any failed check; screenshots go to OUT_DIR.
 const { chromium } = require("playwright-core");
 
-const [url, htmlFile, typedFile, out] = process.argv.slice(2);
+const [url, htmlFile, typedFile, out, gcFile] = process.argv.slice(2);
 let failures = 0;
 function check(cond, what, got) {
   if (cond) console.log("ok: " + what);
@@ -143,6 +143,21 @@ try {
   const others = await typed.$$eval('#flame .node[data-merged]', (ds) => ds.map((d) => [d.dataset.function, +d.dataset.merged, +d.dataset.bytes]));
   check(JSON.stringify(others) === JSON.stringify([["(others)", 3, 12]]), "flame graph: the three tiny sites as one (others) node", others);
   check((await typed.textContent('dd[data-key="tagged allocations"]')) === "3", "info: 3 tagged allocations");
+
+  // A Boehm GC program's heap (view --heap gc): the collector's heap size
+  // over time, and the panel says which heap it is.
+  if (gcFile) {
+    const gc = await browser.newPage({ viewport: { width: 1280, height: 1800 } });
+    await gc.goto("file://" + gcFile);
+    await ready(gc);
+    await gc.screenshot({ path: out + "/view-gc-heap.png", fullPage: true });
+    check(await gc.isVisible("#gc-heap-line"), "gc: the collector's heap line is drawn");
+    const heap = await gc.textContent('dd[data-key="heap"]');
+    check(/^the garbage collector's \(\d+ collections\)$/.test(heap), "gc: the panel names the heap", heap);
+    rows = await tableRows(gc);
+    check(rows.length > 0 && rows[0][0] === "make_buffers" && rows[0][2] === "20 000",
+          "gc: make_buffers first, 20 000 bytes", rows);
+  }
 } finally {
   await browser.close();
 }

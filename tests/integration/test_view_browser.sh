@@ -35,11 +35,20 @@ alloc 17 0 0x4200 4 t3
 end 100
 EOF
 "$MEMTALLY_BIN" view --html "$PWD/typed.html" typed.mtly >/dev/null || fail "view --html of typed.mtly failed"
+# A Boehm GC program's heap, when libgc-dev is there (make check installs it).
+gc_html=
+if [ -f /usr/include/gc/gc.h ]; then
+    cc -O0 -g -o gc_boehm "$MEMTALLY_ROOT/tests/api/gc_boehm.c" -lgc || fail "cannot build gc_boehm"
+    record gc.mtly ./gc_boehm >/dev/null || fail "recording gc_boehm failed"
+    "$MEMTALLY_BIN" view --heap gc --html "$PWD/gc.html" gc.mtly >/dev/null ||
+        fail "view --heap gc --html failed"
+    gc_html="$PWD/gc.html"
+fi
 start_view view t.mtly
 trap 'kill $view_pid 2>/dev/null' EXIT
 url=$view_url
 shots="$MEMTALLY_ROOT/build/test-logs"
 mkdir -p "$shots"
 cp "$MEMTALLY_ROOT/tests/browser/view.cjs" .
-NODE_PATH="$modules" CHROMIUM="$chromium" timeout 120 node view.cjs "$url" "$PWD/t.html" "$PWD/typed.html" "$shots" ||
+NODE_PATH="$modules" CHROMIUM="$chromium" timeout 120 node view.cjs "$url" "$PWD/t.html" "$PWD/typed.html" "$shots" $gc_html ||
     fail "browser checks failed (screenshots in $shots)"
