@@ -232,16 +232,10 @@ int mtl__calls_report(struct mtl_engine *e, const struct mtl_filter *f,
         struct mtl_thread_rows *tr = &out->threads[out->nthreads];
         if ((rc = make_rows(&t, th, v, o, &tr->rows)) < 0)
             break;
-        if (!tr->rows.n) {
+        if (!tr->rows.n)
             mtl_rows_release(&tr->rows);
-            continue;
-        }
-        const struct mtl_thread *thr = mtl_defs_thread(d, th);
-        tr->index = th;
-        tr->tid = thr ? thr->tid : 0;
-        tr->name = thr && thr->name ? thr->name : "";
-        tr->percent = out->total.bytes > 0 ? 100.0 * tr->rows.bytes / out->total.bytes : 0;
-        out->nthreads++;
+        else
+            mtl__report_thread_made(out, d, th);
     }
     free(counted);
     free(t.c);

@@ -24,6 +24,9 @@ int mtl__leaked_stacks(struct mtl_engine *e, const struct mtl_filter *f,
 
 /* The blocks that pass f summed per (thread, type tag): in out, each
  * entry's stack is the tag's string id, 0 for untagged blocks. */
+/* The rows just made at out->threads[out->nthreads] are thread t's: named
+ * and counted in (report.c). */
+void mtl__report_thread_made(struct mtl_report *out, const struct mtl_defs *d, uint32_t t);
 /* report's table when the trace counted true calls (calls.c): 0, a
  * negative code, or 1 when the trace has no count after all (then out is
  * left empty, for the usual table). */

@@ -31,6 +31,16 @@ static int table(struct mtl_engine *e, struct mtl_view *v, const struct mtl_stac
     return rc;
 }
 
+void mtl__report_thread_made(struct mtl_report *out, const struct mtl_defs *d, uint32_t t)
+{
+    struct mtl_thread_rows *tr = &out->threads[out->nthreads++];
+    const struct mtl_thread *th = mtl_defs_thread(d, t);
+    tr->index = t;
+    tr->tid = th ? th->tid : 0;
+    tr->name = th && th->name ? th->name : "";
+    tr->percent = out->total.bytes > 0 ? 100.0 * tr->rows.bytes / out->total.bytes : 0;
+}
+
 int mtl_report(struct mtl_engine *e, const struct mtl_filter *f,
                const struct mtl_report_options *o, struct mtl_report *out)
 {
@@ -62,16 +72,10 @@ int mtl_report(struct mtl_engine *e, const struct mtl_filter *f,
         struct mtl_thread_rows *tr = &out->threads[out->nthreads];
         if ((rc = table(e, v, &a, o, t, &tr->rows)) < 0)
             break;
-        if (tr->rows.calls <= 0) {
+        if (tr->rows.calls <= 0)
             mtl_rows_release(&tr->rows);
-            continue;
-        }
-        const struct mtl_thread *th = mtl_defs_thread(d, t);
-        tr->index = t;
-        tr->tid = th ? th->tid : 0;
-        tr->name = th && th->name ? th->name : "";
-        tr->percent = out->total.bytes > 0 ? 100.0 * tr->rows.bytes / out->total.bytes : 0;
-        out->nthreads++;
+        else
+            mtl__report_thread_made(out, d, t);
     }
     mtl_stackagg_release(&a);
     if (rc < 0)

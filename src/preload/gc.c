@@ -336,17 +336,21 @@ ALWAYS_INLINE void before_free(struct mtl__tls *tls, void *p)
     }                                                                                        \
     install()
 
+/* p = the collector's call, straight through (returned) when inside it. */
+#define CALL_INSIDE(call)                                                                    \
+    struct mtl__tls *tls = &mtl__tls;                                                        \
+    if (tls->in_gc)                                                                          \
+        return call;                                                                         \
+    tls->in_gc = 1;                                                                          \
+    void *p = call;                                                                          \
+    tls->in_gc = 0
+
 #define ALLOCATOR(name, params, args, size)                                                  \
     EXPORT void *name params                                                                 \
     {                                                                                        \
         typedef void *(*fn) params;                                                          \
         NEXT(name, fn);                                                                      \
-        struct mtl__tls *tls = &mtl__tls;                                                    \
-        if (tls->in_gc)                                                                      \
-            return next args;                                                                \
-        tls->in_gc = 1;                                                                      \
-        void *p = next args;                                                                 \
-        tls->in_gc = 0;                                                                      \
+        CALL_INSIDE(next args);                                                              \
         after_call(tls, p, size);                                                            \
         return p;                                                                            \
     }
@@ -427,12 +431,7 @@ FREER(GC_debug_free)
     {                                                                                        \
         typedef void *(*fn) params;                                                          \
         NEXT(name, fn);                                                                      \
-        struct mtl__tls *tls = &mtl__tls;                                                    \
-        if (tls->in_gc)                                                                      \
-            return next args;                                                                \
-        tls->in_gc = 1;                                                                      \
-        void *p = next args;                                                                 \
-        tls->in_gc = 0;                                                                      \
+        CALL_INSIDE(next args);                                                              \
         if (old && (p || !n))                                                                \
             before_free(tls, old);                                                           \
         after_call(tls, n ? p : NULL, n);                                                    \
