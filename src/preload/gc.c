@@ -451,27 +451,20 @@ EXPORT int GC_try_to_collect(int (*stop)(void))
     return rc;
 }
 
-EXPORT void GC_gcollect(void)
-{
-    typedef void (*fn)(void);
-    static fn next;
-    if (!next && !(next = (fn)next_fn("GC_gcollect")))
-        return;
-    install();
-    next();
-    after_call(&mtl__tls, NULL, 0);
-}
+#define COLLECT(name)                                                                        \
+    EXPORT void name(void)                                                                   \
+    {                                                                                        \
+        typedef void (*fn)(void);                                                            \
+        static fn next;                                                                      \
+        if (!next && !(next = (fn)next_fn(#name)))                                           \
+            return;                                                                          \
+        install();                                                                           \
+        next();                                                                              \
+        after_call(&mtl__tls, NULL, 0);                                                      \
+    }
 
-EXPORT void GC_gcollect_and_unmap(void)
-{
-    typedef void (*fn)(void);
-    static fn next;
-    if (!next && !(next = (fn)next_fn("GC_gcollect_and_unmap")))
-        return;
-    install();
-    next();
-    after_call(&mtl__tls, NULL, 0);
-}
+COLLECT(GC_gcollect)
+COLLECT(GC_gcollect_and_unmap)
 
 /* The program's own collection callback is kept and called from ours. */
 EXPORT void GC_set_on_collection_event(event_fn f)
