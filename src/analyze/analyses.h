@@ -355,6 +355,49 @@ int mtl_stack_figures(struct mtl_engine *e, const struct mtl_filter *f,
                       struct mtl_stack_figures *out);
 void mtl_stack_figures_release(struct mtl_stack_figures *s);
 
+/* ---- heap: a running process's live heap, from a trace of it so far ---- */
+
+#define MTL_HEAP_FRAMES 8
+#define MTL_HEAP_PEEK 256
+
+/* One live block: where it is, how big and old, who made it.  peek is
+ * not the trace's: the caller reads it from the process (memtally heap). */
+struct mtl_live_block {
+    uint64_t ptr, size, alloc_us;
+    uint32_t thread, tid;
+    const char *type;                      /* its tag's name, NULL for none */
+    struct mtl_location frames[MTL_HEAP_FRAMES]; /* visible, innermost first */
+    size_t nframes;
+    uint8_t peek[MTL_HEAP_PEEK];
+    size_t npeek;                          /* bytes read into peek */
+    int peek_errno;                        /* why none could be read, or 0 */
+};
+
+enum mtl_heap_by { MTL_HEAP_BY_SITE, MTL_HEAP_BY_TYPE, MTL_HEAP_BY_THREAD, MTL_HEAP_BY_SIZE };
+
+struct mtl_heap_options {
+    enum mtl_heap_by by;
+    size_t top;                /* rows of the grouping and largest blocks (0: 10) */
+    size_t stacks;             /* call paths under each site row */
+};
+
+struct mtl_heap_snapshot {
+    struct mtl_result_head head;
+    uint64_t at_us;            /* the trace's end: the snapshot's time */
+    double live_bytes, live_blocks;
+    enum mtl_heap_by by;
+    struct mtl_rows rows;      /* by site (function), type or thread; calls: blocks */
+    struct mtl_histogram sizes;/* by size */
+    struct mtl_live_block *largest; /* the largest live blocks, largest first */
+    size_t nlargest;
+};
+
+/* What is live at the end of the trace (for a dump of a running process:
+ * its heap now), grouped, and its largest blocks. */
+int mtl_heap_snapshot(struct mtl_engine *e, const struct mtl_filter *f,
+                      const struct mtl_heap_options *o, struct mtl_heap_snapshot *out);
+void mtl_heap_snapshot_release(struct mtl_heap_snapshot *h);
+
 /* ---- totals: what `memtally info` tells ------------------------------- */
 
 struct mtl_totals {

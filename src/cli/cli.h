@@ -22,6 +22,7 @@ int cmd_index(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
+int cmd_heap(int argc, char **argv);
 int cmd_temporary(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_tree(int argc, char **argv);

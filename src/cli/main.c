@@ -13,6 +13,7 @@ static const struct mtl_command commands[] = {
     { "report", cmd_report, "who allocates, how often, how much (per thread and total)" },
     { "peak", cmd_peak, "what was live at the peak, by site" },
     { "leaks", cmd_leaks, "what was live at the end, by site" },
+    { "heap", cmd_heap, "a running process's live heap, now" },
     { "temporary", cmd_temporary, "blocks freed right after their allocation, by site" },
     { "stacks", cmd_stacks, "the most frequent call stacks that reach a function" },
     { "types", cmd_types, "objects and bytes by type tag: allocated, live, at the peak" },

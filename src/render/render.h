@@ -76,6 +76,9 @@ void mtl_render_tree(struct mtl_buf *b, const struct mtl_tree *t,
 /* csv: time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes */
 void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int csv,
                          const struct mtl_render_options *ro);
+/* memtally heap: the live heap of process pid running program. */
+void mtl_render_heap(struct mtl_buf *b, const struct mtl_heap_snapshot *h, int pid,
+                     const char *program, const struct mtl_render_options *ro);
 void mtl_render_histogram(struct mtl_buf *b, const struct mtl_histogram *h,
                           const struct mtl_render_options *ro);
 void mtl_render_diff(struct mtl_buf *b, const struct mtl_diff *d,

@@ -1,0 +1,242 @@
+/*
+ * cmd_heap.c: `memtally heap PID`: a running process's live heap, now.
+ *
+ * A process being recorded (memtally record, or mtl_start in it) is asked
+ * for its trace so far (the control socket's dump, into a directory of our
+ * own), and the analysis of what is live at its end is the heap: grouped
+ * by site, type, thread or size, with the largest blocks, whose first
+ * bytes are then read from the process (process_vm_readv: it is not
+ * stopped, so a block freed since shows what is there now).
+ *
+ * A process that is not recorded gets what /proc tells without touching
+ * it: its RSS, its brk heap and its anonymous mappings.  What its
+ * allocator holds from inside (mallinfo2, the arenas) would need attaching
+ * to it, which memtally cannot do yet: said so.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "cli/analysis.h"
+#include "cli/cli.h"
+#include "trace/defs.h"
+
+static const char usage[] =
+    "usage: memtally heap [options] PID\n"
+    "\n"
+    "The live heap of running process PID, now.  Recorded (memtally record, or\n"
+    "mtl_start in it): its live blocks by site, type, thread or size, and its\n"
+    "largest blocks with their age, stack and first bytes.  Not recorded: what\n"
+    "/proc tells (RSS, the brk heap, anonymous mappings).\n"
+    "\n"
+    "  --by site|type|thread|size  how live blocks are grouped (default: site)\n"
+    "  --peek BYTES               bytes shown of each largest block (default 32,\n"
+    "                             at most 256; 0: none)\n"
+    "  (--top N: rows, and largest blocks shown; default 10)\n";
+
+struct heap_cli {
+    struct mtl_heap_options o;
+    size_t peek;
+};
+
+static int parse_opt(void *ctx, int argc, char **argv, int *i)
+{
+    struct heap_cli *h = ctx;
+    static const char *const names[] = { "--by", "--peek" };
+    size_t which;
+    const char *val;
+    int rc = option_value("heap", argc, argv, i, names, 2, &which, &val);
+    if (rc <= 0)
+        return rc;
+    if (which == 1)
+        return parse_count("heap", "--peek", val, 0, &h->peek) < 0 ? -1
+               : h->peek > MTL_HEAP_PEEK
+                   ? (cli_error("heap: --peek takes at most %d bytes", MTL_HEAP_PEEK), -1)
+                   : 1;
+    static const char *const by[] = { "site", "type", "thread", "size" };
+    for (size_t k = 0; k < 4; k++)
+        if (!strcmp(val, by[k])) {
+            h->o.by = (enum mtl_heap_by)k;
+            return 1;
+        }
+    cli_error("heap: --by takes site, type, thread or size");
+    return -1;
+}
+
+/* ---- a process not recorded: what /proc tells -------------------------------------- */
+
+struct proc_memory {
+    char program[PATH_MAX];
+    uint64_t rss, brk_size, brk_rss, anon_rss;
+    unsigned anon_maps;
+};
+
+static int read_proc(int pid, struct proc_memory *m)
+{
+    char path[64], line[1024];
+    memset(m, 0, sizeof *m);
+    snprintf(path, sizeof path, "/proc/%d/exe", pid);
+    ssize_t n = readlink(path, m->program, sizeof m->program - 1);
+    m->program[n > 0 ? n : 0] = '\0';
+    snprintf(path, sizeof path, "/proc/%d/smaps", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int kind = 0; /* of the current mapping: 1 brk heap, 2 anonymous */
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        unsigned long lo, hi;
+        int off = 0;
+        /* A mapping's line: "lo-hi perms offset dev inode [name]". */
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s%n", &lo, &hi, &off) == 2 && off) {
+            char *s = line + off;
+            s += strspn(s, " \t");
+            s[strcspn(s, "\n")] = '\0';
+            kind = !strcmp(s, "[heap]") ? 1 : *s == '\0' ? 2 : 0;
+            m->anon_maps += kind == 2;
+        } else if (sscanf(line, "Size: %llu kB", &v) == 1 && kind == 1) {
+            m->brk_size += v * 1024;
+        } else if (sscanf(line, "Rss: %llu kB", &v) == 1) {
+            m->rss += v * 1024;
+            if (kind == 1)
+                m->brk_rss += v * 1024;
+            else if (kind == 2)
+                m->anon_rss += v * 1024;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static int unrecorded(const struct analysis *a, int pid)
+{
+    struct proc_memory m;
+    if (read_proc(pid, &m) < 0) {
+        cli_error("heap: cannot read /proc/%d/smaps: %s (a process of another user needs "
+                  "root)", pid, strerror(errno));
+        return 1;
+    }
+    if (a->json) {
+        printf("{\"pid\": %d, \"program\": \"%s\", \"recorded\": false, \"rss_bytes\": %llu, "
+               "\"brk_heap_bytes\": %llu, \"brk_heap_rss\": %llu, \"anon_rss_bytes\": %llu, "
+               "\"anon_mappings\": %u}\n",
+               pid, m.program, (unsigned long long)m.rss, (unsigned long long)m.brk_size,
+               (unsigned long long)m.brk_rss, (unsigned long long)m.anon_rss, m.anon_maps);
+        return 0;
+    }
+    char r[32], bs[32], br[32], an[32];
+    printf("pid %d (%s) is not recorded by memtally; what /proc tells of its memory:\n"
+           "  resident:             %s\n"
+           "  brk heap ([heap]):    %s mapped, %s resident\n"
+           "  anonymous mappings:   %u, %s resident (malloc's large blocks and arenas "
+           "among them)\n"
+           "Its live blocks by site, type and thread, their stacks and its largest blocks "
+           "need it\nrecorded (memtally record, or mtl_start in the program); what its "
+           "allocator holds\n(mallinfo2, arenas) needs attaching to it, which memtally "
+           "cannot do yet.\n",
+           pid, *m.program ? m.program : "?", mtl_human_bytes(r, sizeof r, (double)m.rss),
+           mtl_human_bytes(bs, sizeof bs, (double)m.brk_size),
+           mtl_human_bytes(br, sizeof br, (double)m.brk_rss), m.anon_maps,
+           mtl_human_bytes(an, sizeof an, (double)m.anon_rss));
+    return 0;
+}
+
+/* ---- a recorded process ------------------------------------------------------------ */
+
+/* The first bytes of each largest block, read from the process now. */
+static void peek_blocks(int pid, struct mtl_heap_snapshot *h, size_t peek)
+{
+    for (size_t i = 0; i < h->nlargest; i++) {
+        struct mtl_live_block *x = &h->largest[i];
+        size_t n = peek < x->size ? peek : (size_t)x->size;
+        if (!n)
+            continue;
+        struct iovec local = { x->peek, n }, remote = { (void *)(uintptr_t)x->ptr, n };
+        ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (got < 0)
+            x->peek_errno = errno;
+        else
+            x->npeek = (size_t)got;
+    }
+}
+
+static int recorded(struct analysis *a, struct heap_cli *h, int pid, const char *trace)
+{
+    struct mtl_engine *e = analysis_open(a, trace);
+    if (!e)
+        return 1;
+    struct mtl_heap_snapshot s;
+    int bad = analysis_done(a, e, mtl_heap_snapshot(e, &a->filter, &h->o, &s));
+    if (!bad) {
+        /* Now on the trace's clock (its end is its latest event): ages are
+         * to this moment. */
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        uint64_t now = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+        uint64_t start = mtl_engine_defs(e)->info.start_unix_us;
+        if (start && now > start && now - start > s.at_us)
+            s.at_us = now - start;
+        peek_blocks(pid, &s, h->peek);
+        struct mtl_buf b = MTL_BUF_INIT;
+        struct mtl_render_options ro = analysis_render_options(a);
+        mtl_render_heap(&b, &s, pid, mtl_engine_defs(e)->info.program, &ro);
+        mtl_heap_snapshot_release(&s);
+        bad = analysis_output(a, &b);
+    }
+    mtl_engine_close(e);
+    return bad;
+}
+
+int cmd_heap(int argc, char **argv)
+{
+    struct analysis a = { 0 };
+    struct heap_cli h = { .o = { .by = MTL_HEAP_BY_SITE }, .peek = 32 };
+    int code;
+    if (analysis_parse(&a, argc, argv, usage, CLI_TOP | CLI_STACKS, parse_opt, &h, &code))
+        return code;
+    h.o.top = a.top;
+    h.o.stacks = a.stacks;
+    a.eopt.index = MTL_INDEX_OFF; /* a snapshot, read once: no index left behind */
+    char *end;
+    long pid = strtol(a.path, &end, 10);
+    if (*end || pid <= 0 || pid > INT32_MAX) {
+        cli_error("heap: '%s' is not a process id", a.path);
+        return 2;
+    }
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%ld", pid);
+    struct stat st;
+    if (stat(proc, &st) < 0) {
+        cli_error("heap: no process %ld", pid);
+        return 1;
+    }
+    /* The trace so far, into a directory of our own. */
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], trace[PATH_MAX + 32], line[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/memtally-heap-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        cli_error("heap: cannot make a directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                  strerror(errno));
+        return 1;
+    }
+    snprintf(trace, sizeof trace, "%s/heap.mtly", dir);
+    snprintf(line, sizeof line, "dump %s", trace);
+    char answer[PATH_MAX + 2048], err[PATH_MAX + 512];
+    int rc = ctl_request((int)pid, line, answer, sizeof answer, err, sizeof err);
+    int bad;
+    if (rc == CTL_NO_SOCKET)
+        bad = unrecorded(&a, (int)pid);
+    else if (rc != CTL_OK)
+        bad = (cli_error("heap: %s", err), 1);
+    else
+        bad = recorded(&a, &h, (int)pid, trace);
+    unlink(trace);
+    rmdir(dir);
+    return bad;
+}
