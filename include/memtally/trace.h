@@ -94,6 +94,8 @@ struct mtl_trace_info {
     uint64_t sample_rate;    /* bytes, sampled mode only */
     uint32_t max_depth;      /* frames kept per stack */
     int calls_counted;       /* record --calls: CALLS events count calls */
+    int attached;            /* memtally attach: begun in a running program, so
+                                blocks from before it are unknown */
     uint64_t duration_us;    /* time of the last event read so far */
     int truncated;           /* 1 once the reader found the trace cut short */
     int complete;            /* 1 once the reader read the end record */

@@ -112,7 +112,7 @@ struct ix_header {
     uint32_t truncated, complete;
     /* the trace's header */
     uint32_t trace_version, mode;
-    uint32_t calls_counted, pad;
+    uint32_t calls_counted, attached;
     uint64_t pid, ppid, start_unix_us, sample_rate, max_depth, duration_us;
     uint64_t program, command_line;          /* offsets in the blob */
     struct mtl_totals totals;
@@ -367,6 +367,7 @@ static int attach(struct mtl_index *ix)
     in->sample_rate = h->sample_rate;
     in->max_depth = (uint32_t)h->max_depth;
     in->calls_counted = (int)h->calls_counted;
+    in->attached = (int)h->attached;
     in->duration_us = h->duration_us;
     in->truncated = (int)h->truncated;
     in->complete = (int)h->complete;
@@ -987,6 +988,7 @@ static int finish(struct build *b, const struct mtl_reader *r, const struct ix_i
     h.sample_rate = d.info.sample_rate;
     h.max_depth = d.info.max_depth;
     h.calls_counted = (uint32_t)d.info.calls_counted;
+    h.attached = (uint32_t)d.info.attached;
     h.duration_us = d.info.duration_us;
     h.totals = b->totals.t;
     h.totals.other_heap_allocations = d.info.other_heap_allocations;

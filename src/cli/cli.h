@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* One subcommand: argv[0] is its name. */
 struct mtl_command {
@@ -23,6 +24,7 @@ int cmd_report(int argc, char **argv);
 int cmd_peak(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_heap(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
 int cmd_temporary(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
@@ -53,6 +55,13 @@ struct ctl_field {
 };
 size_t ctl_parse_status(char *text, struct ctl_field *f, size_t cap);
 const char *ctl_field(const struct ctl_field *f, size_t n, const char *key);
+
+/* util.c: libmemtally.so next to this executable (or MEMTALLY_LIBRARY, or
+ * where `make install` puts it) into out: 0, or -1 when none is found. */
+int cli_find_library(char *out, size_t cap);
+/* Expands %p (pid) and %e (program's base name) of a trace name pattern. */
+void cli_expand_pattern(char *out, size_t cap, const char *pattern, pid_t pid,
+                        const char *program);
 
 /* Prints "memtally: " and the message, one line, on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -66,54 +66,6 @@ static void forward_signal(int sig)
         kill(child, sig);
 }
 
-/* The library next to this executable, or where `make install` puts it. */
-static int find_library(char *out, size_t cap)
-{
-    const char *env = getenv("MEMTALLY_LIBRARY");
-    if (env && *env) {
-        snprintf(out, cap, "%s", env);
-        return access(out, R_OK) == 0 ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    static const char *const rel[] = {
-        "libmemtally.so", "../lib/memtally/libmemtally.so", "../lib/libmemtally.so",
-    };
-    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-        int len = snprintf(out, cap, "%s/%s", exe, rel[i]);
-        if (len > 0 && (size_t)len < cap && access(out, R_OK) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-/* Expands %p and %e of pattern for the process pid running program. */
-static void expand(char *out, size_t cap, const char *pattern, pid_t pid,
-                   const char *program)
-{
-    const char *base = strrchr(program, '/');
-    base = base ? base + 1 : program;
-    size_t o = 0;
-    for (const char *s = pattern; *s && o + 1 < cap; s++) {
-        int n = 0;
-        if (s[0] == '%' && s[1] == 'p')
-            n = snprintf(out + o, cap - o, "%d", (int)pid), s++;
-        else if (s[0] == '%' && s[1] == 'e')
-            n = snprintf(out + o, cap - o, "%s", base), s++;
-        else
-            out[o++] = *s;
-        if (n > 0)
-            o += (size_t)n < cap - o ? (size_t)n : cap - o - 1;
-    }
-    out[o] = '\0';
-}
-
 static int parse_uint(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -177,7 +129,7 @@ static char **child_environment(const struct record_env *re, const char *program
     while (environ[n])
         n++;
     char out[PATH_MAX + 64];
-    expand(out, sizeof out, re->pattern, getpid(), program);
+    cli_expand_pattern(out, sizeof out, re->pattern, getpid(), program);
     const char *seed = getenv(MTL_ENV_SEED); /* tests: repeatable sampling */
     struct mtl_env_opts o = {
         .output = out, .output_pid = getpid(), .pattern = re->pattern,
@@ -296,7 +248,7 @@ int cmd_record(int argc, char **argv)
     char **prog = argv + i;
 
     char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) < 0) {
+    if (cli_find_library(lib, sizeof lib) < 0) {
         cli_error("record: cannot find libmemtally.so beside the memtally "
                   "executable (set MEMTALLY_LIBRARY to its path)");
         return 1;
@@ -309,7 +261,7 @@ int cmd_record(int argc, char **argv)
     }
     /* Fail early and clearly when the trace cannot be written. */
     char probe[PATH_MAX];
-    expand(probe, sizeof probe, output ? output : MTL_TRACE_PATTERN, getpid(), prog[0]);
+    cli_expand_pattern(probe, sizeof probe, output ? output : MTL_TRACE_PATTERN, getpid(), prog[0]);
     char *dir = strdup(probe);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
@@ -369,7 +321,7 @@ int cmd_record(int argc, char **argv)
     }
     close(sync_pipe[1]);
     char trace[PATH_MAX + 64];
-    expand(trace, sizeof trace, pattern, child, prog[0]);
+    cli_expand_pattern(trace, sizeof trace, pattern, child, prog[0]);
     int writer_ok = 1;
     if (have_region && record_writer_start(&writer, trace, child) < 0)
         writer_ok = 0;

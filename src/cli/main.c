@@ -14,6 +14,7 @@ static const struct mtl_command commands[] = {
     { "peak", cmd_peak, "what was live at the peak, by site" },
     { "leaks", cmd_leaks, "what was live at the end, by site" },
     { "heap", cmd_heap, "a running process's live heap, now" },
+    { "attach", cmd_attach, "record a running process from now on" },
     { "temporary", cmd_temporary, "blocks freed right after their allocation, by site" },
     { "stacks", cmd_stacks, "the most frequent call stacks that reach a function" },
     { "types", cmd_types, "objects and bytes by type tag: allocated, live, at the peak" },

@@ -127,6 +127,7 @@ struct mtl_region_info {
     uint64_t sample_rate;   /* 0: full mode */
     uint32_t depth;
     uint32_t calls;         /* 1: record --calls counts calls */
+    uint32_t attached;      /* 1: memtally attach: begun while the program ran */
     uint32_t cmdline_len;   /* arguments separated by spaces */
     char exe[4096];
     char cmdline[8192];

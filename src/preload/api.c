@@ -132,8 +132,10 @@ static int stop_locked(int reason)
     if (st != MTL_RECORDING && st != MTL_PAUSED)
         return -EINVAL;
     mtl__calls_flush_all(); /* while recording: events are taken */
+    mtl__attach_end();
     atomic_store(mtl__pl.state, MTL_OFF);
     mtl__writer_finish(reason, 0, 10000);
+    mtl__attach_done();
     return 0;
 }
 

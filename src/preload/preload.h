@@ -102,6 +102,7 @@ void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
     __attribute__((format(printf, 3, 4)));
 int mtl__gettid(void) MTL_HIDDEN;
+void *mtl__next_symbol(const char *name) MTL_HIDDEN; /* what our definition forwards to */
 
 /* events.c: per-thread states, appending. */
 /* Events go to region r from now on (its states laid out anew). */
@@ -251,6 +252,14 @@ void mtl__hook_freeing(void *p) MTL_HIDDEN;
  * references to what we hook pointed at our hooks. */
 extern void *(*mtl__real_dlopen)(const char *, int) MTL_HIDDEN;
 void mtl__redirect_loaded(void) MTL_HIDDEN;
+/* memtally attach: set while attached (every object is redirected, each
+ * slot's old value kept); restore puts them all back. */
+extern int mtl__attached MTL_HIDDEN;
+void mtl__redirect_restore(void) MTL_HIDDEN;
+/* attach.c: a stop while attached: the bindings back before the trace
+ * ends, our threads gone after. */
+void mtl__attach_end(void) MTL_HIDDEN;
+void mtl__attach_done(void) MTL_HIDDEN;
 
 /* unwindfds.c: libunwind's memory check, answered without a descriptor. */
 void mtl__unwindfds_resolve(void) MTL_HIDDEN; /* with the hooks' resolve */

@@ -17,6 +17,11 @@
  * object's own PLT stub).  Read-only slots (RELRO) are made writable for
  * the store and read-only again.
  *
+ * The same serves memtally attach (attach.c), for every object loaded: we
+ * were loaded into the running program, in front of nothing, so its
+ * references are pointed at our hooks, each slot's old value kept so that
+ * detaching puts it back; dlopen then redirects what each call brings in.
+ *
  * dlopen is hooked for this alone, and only for RTLD_DEEPBIND: any other
  * call jumps straight on to the real dlopen with the caller's return
  * address untouched, as glibc resolves a relative name against the
@@ -34,12 +39,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Every function we hook (hooks.c, newdelete.c, signals.c). */
+/* Every function we hook (hooks.c, newdelete.c, signals.c, redirect.c,
+ * unwindfds.c). */
 static const char *const hooked[] = {
     "malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc",
     "valloc", "pvalloc", "posix_memalign", "dlclose", "execve", "execvpe", "fexecve",
     "execv", "execvp", "execl", "execlp", "execle", "posix_spawn", "posix_spawnp",
-    "_exit", "_Exit", "sigaction", "signal", "bsd_signal", "sysv_signal",
+    "_exit", "_Exit", "sigaction", "signal", "bsd_signal", "sysv_signal", "dlopen",
+    "pipe2", "syscall",
     "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
     "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
     "_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
@@ -49,12 +56,19 @@ static const char *const hooked[] = {
 };
 #define NHOOKED (sizeof hooked / sizeof hooked[0])
 
+#define MAX_SAVED 65536      /* slots redirected by an attach, at most */
+
 static struct {
     int resolved;
     void *ours[NHOOKED];   /* our hook, or NULL when it is not ours */
     void *next[NHOOKED];   /* what our hook forwards to */
     uintptr_t self_base;   /* our own object, never redirected */
+    /* memtally attach: each redirected slot and what it held */
+    struct saved { void **slot; void *old; } *saved;
+    size_t nsaved;
 } rd;
+
+int mtl__attached;
 
 void *(*mtl__real_dlopen)(const char *, int);
 
@@ -65,14 +79,19 @@ static void resolve(void)
     Dl_info self;
     if (dladdr((void *)&resolve, &self))
         rd.self_base = (uintptr_t)self.dli_fbase;
-    for (size_t i = 0; i < NHOOKED; i++) {
-        void *f = dlsym(RTLD_DEFAULT, hooked[i]);
+    /* Our own definitions through our own handle: loaded by memtally
+     * attach, the global scope does not have them. */
+    void *own = self.dli_fname ? dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    for (size_t i = 0; own && i < NHOOKED; i++) {
+        void *f = dlsym(own, hooked[i]);
         Dl_info where;
         if (f && dladdr(f, &where) && (uintptr_t)where.dli_fbase == rd.self_base) {
             rd.ours[i] = f;
-            rd.next[i] = dlsym(RTLD_NEXT, hooked[i]);
+            rd.next[i] = mtl__next_symbol(hooked[i]);
         }
     }
+    if (own)
+        dlclose(own);
     /* A name found nowhere left an error message, malloc'd while we were
      * inside memtally: read and free it now, so that the program's next
      * dl call does not free a block the trace never saw. */
@@ -134,8 +153,15 @@ static void redirect_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *r
         void *v = *slot;
         if (v == rd.ours[k])
             continue;
-        if (v == rd.next[k] || inside(info, (uintptr_t)v))
-            store(slot, rd.ours[k], relro_lo, relro_hi);
+        if (v != rd.next[k] && !inside(info, (uintptr_t)v))
+            continue;
+        if (mtl__attached) {
+            if (rd.nsaved == MAX_SAVED ||
+                (!rd.saved && !(rd.saved = mtl__pages_alloc(MAX_SAVED * sizeof *rd.saved))))
+                continue; /* no room to undo it: left alone */
+            rd.saved[rd.nsaved++] = (struct saved){ slot, v };
+        }
+        store(slot, rd.ours[k], relro_lo, relro_hi);
     }
 }
 
@@ -191,6 +217,26 @@ static int redirect_one(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* A slot's page bounds for store(): the object's RELRO, which
+ * dl_iterate_phdr tells by the address. */
+struct relro_of { uintptr_t at, lo, hi; };
+
+static int find_relro(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct relro_of *r = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_GNU_RELRO && r->at >= lo && r->at < lo + ph->p_memsz) {
+            r->lo = lo;
+            r->hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void mtl__redirect_loaded(void)
 {
     mtl__tls.in_hook++;
@@ -199,8 +245,28 @@ void mtl__redirect_loaded(void)
     mtl__tls.in_hook--;
 }
 
+void mtl__redirect_restore(void)
+{
+    mtl__tls.in_hook++;
+    for (size_t i = rd.nsaved; i-- > 0;) {
+        struct saved *s = &rd.saved[i];
+        int k = -1;
+        for (size_t j = 0; j < NHOOKED && k < 0; j++)
+            if (*s->slot == rd.ours[j])
+                k = (int)j;
+        if (k < 0)
+            continue; /* changed since by someone else: theirs now */
+        struct relro_of r = { (uintptr_t)s->slot, 0, 0 };
+        dl_iterate_phdr(find_relro, &r);
+        store(s->slot, s->old, r.lo, r.hi);
+    }
+    rd.nsaved = 0;
+    mtl__tls.in_hook--;
+}
+
 #if defined(__x86_64__)
-/* The dlopen of RTLD_DEEPBIND: opens, then redirects what came in. */
+/* The dlopen of RTLD_DEEPBIND (and every dlopen while attached): opens,
+ * then redirects what came in. */
 __attribute__((used)) static void *dlopen_deep(const char *file, int mode)
 {
     void *h = mtl__real_dlopen(file, mode);
@@ -233,6 +299,8 @@ __asm__(".text\n"
         "dlopen:\n"
         "    testl $0x8, %esi\n"                 /* RTLD_DEEPBIND */
         "    jnz 1f\n"
+        "    cmpl $0, mtl__attached(%rip)\n"     /* attached: every dlopen */
+        "    jne 1f\n"
         "    movq mtl__real_dlopen(%rip), %rax\n"
         "    testq %rax, %rax\n"
         "    jz 2f\n"

@@ -83,8 +83,8 @@ static int install(int s, const struct sigaction *shown)
 void mtl__install_signal_handlers(void)
 {
     static int done;
-    if (done)
-        return;
+    if (done || mtl__attached)
+        return; /* attached: the program's dispositions stay as they are */
     done = 1;
     for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
         struct sigaction old;

@@ -87,6 +87,7 @@ static void fill_info(void)
     in->sample_rate = mtl__pl.opt.sample_rate;
     in->depth = mtl__pl.opt.depth;
     in->calls = mtl__calls_patterns() != NULL;
+    in->attached = mtl__attached != 0;
     atomic_store(&R->start_ns, mtl__pl.start_ns);
 }
 

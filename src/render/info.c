@@ -47,6 +47,7 @@ static void info_json(struct mtl_buf *b, const struct mtl_info *in)
     mtl_json_kv_uint(&j, "unique_stacks", t->unique_stacks);
     mtl_json_kv_uint(&j, "tagged_allocations", t->tagged_allocations);
     mtl_json_kv_string(&j, "heap", in->heap == MTL_HEAP_GC ? "gc" : "malloc");
+    mtl_json_kv_bool(&j, "attached", tr->attached);
     mtl_json_kv_uint(&j, "other_heap_allocations", t->other_heap_allocations);
     if (in->heap == MTL_HEAP_GC) {
         mtl_json_kv_uint(&j, "collections", t->collections);
@@ -81,6 +82,9 @@ void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
     if (in->heap == MTL_HEAP_GC)
         mtl_buf_addf(b, "heap:          the garbage collector's (the figures below are its\n"
                         "               blocks alone, without malloc's)\n");
+    if (tr->attached)
+        mtl_buf_addf(b, "attached:      to the running program (memtally attach): what it held\n"
+                        "               before is unknown, its frees are not counted\n");
     mtl_buf_addf(b, "duration:      %.3f s\n", (double)tr->duration_us / 1e6);
     mtl_buf_addf(b, "threads:       %u allocated (%u seen)\n", t->threads_allocating,
                  in->threads_seen);

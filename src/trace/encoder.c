@@ -145,7 +145,7 @@ static void put_str(struct mtl_encoder *e, int stream, const char *str, size_t n
 /* --- the header -------------------------------------------------------- */
 
 enum { HK_PROGRAM = 1, HK_CMDLINE, HK_PID, HK_PPID, HK_START_UNIX_US, HK_MODE,
-       HK_SAMPLE_RATE, HK_MAX_DEPTH, HK_CALLS };
+       HK_SAMPLE_RATE, HK_MAX_DEPTH, HK_CALLS, HK_ATTACHED };
 
 static void hdr_int(struct mtl_encoder *e, unsigned key, uint64_t v)
 {
@@ -169,7 +169,7 @@ static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, co
 {
     reserve(e, elen + clen + 128);
     put_byte(e, MTL_S_MAIN, MTL_REC_HEADER);
-    put_var(e, MTL_S_MAIN, in->calls_counted ? 9 : 8);
+    put_var(e, MTL_S_MAIN, 8u + (in->calls_counted != 0) + (in->attached != 0));
     hdr_str(e, HK_PROGRAM, exe, elen);
     hdr_str(e, HK_CMDLINE, cmd, clen);
     hdr_int(e, HK_PID, in->pid);
@@ -180,6 +180,8 @@ static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, co
     hdr_int(e, HK_MAX_DEPTH, in->max_depth);
     if (in->calls_counted)
         hdr_int(e, HK_CALLS, 1);
+    if (in->attached)
+        hdr_int(e, HK_ATTACHED, 1);
 }
 
 static void write_header_record(struct mtl_encoder *e)
@@ -190,7 +192,8 @@ static void write_header_record(struct mtl_encoder *e)
     struct mtl_trace_info info = {
         .pid = (uint32_t)in->pid, .ppid = (uint32_t)in->ppid,
         .start_unix_us = in->start_unix_us, .sample_rate = in->sample_rate,
-        .max_depth = in->depth, .calls_counted = in->calls != 0 };
+        .max_depth = in->depth, .calls_counted = in->calls != 0,
+        .attached = in->attached != 0 };
     write_header(e, in->exe, elen, in->cmdline, clen, &info);
 }
 

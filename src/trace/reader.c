@@ -287,6 +287,7 @@ static int read_header(struct mtl_reader *r)
         case 7: r->info.sample_rate = v; break;
         case 8: r->info.max_depth = (uint32_t)v; break;
         case 9: r->info.calls_counted = v != 0; break;
+        case 10: r->info.attached = v != 0; break;
         default: break; /* a newer writer's field: skip */
         }
     }
