@@ -79,7 +79,7 @@ static inline int is_boot(const void *p)
 
 static void *sym(const char *name)
 {
-    return mtl__next_symbol(name);
+    return dlsym(RTLD_NEXT, name);
 }
 
 static void resolve(void)

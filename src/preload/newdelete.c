@@ -64,7 +64,7 @@ static void resolve(void)
     struct mtl__tls *tls = &mtl__tls;
     tls->in_hook++; /* dlsym and dladdr may allocate */
     for (int i = 0; i < OPS; i++) {
-        ops.fn[i] = mtl__next_symbol(names[i]);
+        ops.fn[i] = dlsym(RTLD_NEXT, names[i]);
         ops.direct[i] = ops.fn[i] && !through_malloc(ops.fn[i]);
     }
     tls->in_hook--;

@@ -102,7 +102,6 @@ void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
     __attribute__((format(printf, 3, 4)));
 int mtl__gettid(void) MTL_HIDDEN;
-void *mtl__next_symbol(const char *name) MTL_HIDDEN; /* what our definition forwards to */
 
 /* events.c: per-thread states, appending. */
 /* Events go to region r from now on (its states laid out anew). */

@@ -80,14 +80,17 @@ static void resolve(void)
     if (dladdr((void *)&resolve, &self))
         rd.self_base = (uintptr_t)self.dli_fbase;
     /* Our own definitions through our own handle: loaded by memtally
-     * attach, the global scope does not have them. */
+     * attach, the global scope does not have them.  What they forward to
+     * is the next in our own scope either way: preloaded, the global one;
+     * loaded later, libc's (a program whose malloc is another, linked in,
+     * keeps its slots: they do not hold libc's). */
     void *own = self.dli_fname ? dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
     for (size_t i = 0; own && i < NHOOKED; i++) {
         void *f = dlsym(own, hooked[i]);
         Dl_info where;
         if (f && dladdr(f, &where) && (uintptr_t)where.dli_fbase == rd.self_base) {
             rd.ours[i] = f;
-            rd.next[i] = mtl__next_symbol(hooked[i]);
+            rd.next[i] = dlsym(RTLD_NEXT, hooked[i]);
         }
     }
     if (own)

@@ -6,7 +6,6 @@
  */
 #include "preload/preload.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -87,20 +86,4 @@ void mtl__say(const char *fmt, ...)
 int mtl__gettid(void)
 {
     return (int)syscall(SYS_gettid);
-}
-
-/* The definition of name that our own stands in front of.  Preloaded, the
- * global scope finds ours first and the next one is RTLD_NEXT's; loaded
- * into a running process (memtally attach), the global scope's is the one
- * the program calls, whatever our own scope holds. */
-void *mtl__next_symbol(const char *name)
-{
-    static uintptr_t self;
-    Dl_info d;
-    if (!self && dladdr((void *)mtl__next_symbol, &d))
-        self = (uintptr_t)d.dli_fbase;
-    void *f = dlsym(RTLD_DEFAULT, name);
-    if (!f || (dladdr(f, &d) && (uintptr_t)d.dli_fbase == self))
-        f = dlsym(RTLD_NEXT, name);
-    return f;
 }

@@ -46,7 +46,7 @@ static int probe_works;          /* 0 unknown, 1 process_vm_readv, -1 not */
 static void *next_symbol(const char *name)
 {
     mtl__tls.in_hook++;
-    void *f = mtl__next_symbol(name);
+    void *f = dlsym(RTLD_NEXT, name);
     mtl__tls.in_hook--;
     return f;
 }
@@ -55,8 +55,8 @@ void mtl__unwindfds_resolve(void)
 {
     /* With the hooks' own, before any unwind: resolving lazily inside an
      * unwind would call dlsym from within a hook. */
-    real_pipe2 = (int (*)(int[2], int))mtl__next_symbol("pipe2");
-    real_syscall = (long (*)(long, ...))mtl__next_symbol("syscall");
+    real_pipe2 = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2");
+    real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
 }
 
 /* Whether addr is code of libunwind. */
