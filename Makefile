@@ -144,6 +144,7 @@ bench:
 	@sh bench/api.sh
 	@sh bench/calls.sh
 	@sh bench/gc.sh
+	@sh bench/attach.sh
 
 PREFIX ?= /usr/local
 install: all
