@@ -9,11 +9,14 @@
  * stopped, so a block freed since shows what is there now).
  *
  * A process that is not recorded gets what /proc tells without touching
- * it: its RSS, its brk heap and its anonymous mappings.  What its
- * allocator holds from inside (mallinfo2, the arenas) would need attaching
- * to it, which memtally cannot do yet: said so.
+ * it (its RSS, its brk heap and its anonymous mappings), and what glibc's
+ * allocator holds, asked from inside: mallinfo2() called on one of its
+ * threads, held a moment with ptrace as memtally attach holds it
+ * (inject.c).  A walk of the arenas' chunks (their sizes, the largest) is
+ * not done: it needs glibc's private layout.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,7 @@
 
 #include "cli/analysis.h"
 #include "cli/cli.h"
+#include "cli/inject.h"
 #include "trace/defs.h"
 
 static const char usage[] =
@@ -75,7 +79,28 @@ struct proc_memory {
     char program[PATH_MAX];
     uint64_t rss, brk_size, brk_rss, anon_rss;
     unsigned anon_maps;
+    int have_mallinfo;
+    struct mallinfo2 mi;
+    double held_ms;
+    char why[512];              /* why mallinfo2 could not be asked */
 };
+
+/* glibc's own figures, from mallinfo2() run in the process. */
+static void ask_mallinfo(int pid, struct proc_memory *m)
+{
+    struct inject in;
+    uint64_t fn = 0, buf = 0, ret;
+    if (inject_stop(&in, (pid_t)pid) == 0 && !(fn = inject_libc_symbol(&in, "mallinfo2")))
+        snprintf(in.why, sizeof in.why, "its libc has no mallinfo2");
+    struct mallinfo2 zero = { 0 };
+    if (fn && (buf = inject_put(&in, &zero, sizeof zero)) != 0 &&
+        inject_call(&in, fn, buf, 0, &ret) == 0 && inject_read(&in, buf, &m->mi, sizeof m->mi) == 0)
+        m->have_mallinfo = 1; /* returned through the hidden pointer in rdi */
+    inject_release(&in);
+    m->held_ms = (double)in.stopped_total_ns / 1e6;
+    if (!m->have_mallinfo)
+        snprintf(m->why, sizeof m->why, "%s", in.why);
+}
 
 static int read_proc(int pid, struct proc_memory *m)
 {
@@ -122,12 +147,22 @@ static int unrecorded(const struct analysis *a, int pid)
                   "root)", pid, strerror(errno));
         return 1;
     }
+    ask_mallinfo(pid, &m);
+    const struct mallinfo2 *mi = &m.mi;
     if (a->json) {
         printf("{\"pid\": %d, \"program\": \"%s\", \"recorded\": false, \"rss_bytes\": %llu, "
                "\"brk_heap_bytes\": %llu, \"brk_heap_rss\": %llu, \"anon_rss_bytes\": %llu, "
-               "\"anon_mappings\": %u}\n",
+               "\"anon_mappings\": %u",
                pid, m.program, (unsigned long long)m.rss, (unsigned long long)m.brk_size,
                (unsigned long long)m.brk_rss, (unsigned long long)m.anon_rss, m.anon_maps);
+        if (m.have_mallinfo)
+            printf(", \"malloc\": {\"in_use_bytes\": %zu, \"free_bytes\": %zu, "
+                   "\"arena_bytes\": %zu, \"mmapped_bytes\": %zu, \"mmapped_blocks\": %zu, "
+                   "\"free_chunks\": %zu, \"fastbin_free_bytes\": %zu, \"top_free_bytes\": "
+                   "%zu, \"held_ms\": %.2f}",
+                   mi->uordblks + mi->hblkhd, mi->fordblks, mi->arena, mi->hblkhd, mi->hblks,
+                   mi->ordblks, mi->fsmblks, mi->keepcost, m.held_ms);
+        printf("}\n");
         return 0;
     }
     char r[32], bs[32], br[32], an[32];
@@ -135,15 +170,28 @@ static int unrecorded(const struct analysis *a, int pid)
            "  resident:             %s\n"
            "  brk heap ([heap]):    %s mapped, %s resident\n"
            "  anonymous mappings:   %u, %s resident (malloc's large blocks and arenas "
-           "among them)\n"
-           "Its live blocks by site, type and thread, their stacks and its largest blocks "
-           "need it\nrecorded (memtally record, or mtl_start in the program); what its "
-           "allocator holds\n(mallinfo2, arenas) needs attaching to it, which memtally "
-           "cannot do yet.\n",
+           "among them)\n",
            pid, *m.program ? m.program : "?", mtl_human_bytes(r, sizeof r, (double)m.rss),
            mtl_human_bytes(bs, sizeof bs, (double)m.brk_size),
            mtl_human_bytes(br, sizeof br, (double)m.brk_rss), m.anon_maps,
            mtl_human_bytes(an, sizeof an, (double)m.anon_rss));
+    if (m.have_mallinfo) {
+        char u[32], f[32], ar[32], mm[32];
+        double held = (double)(mi->arena + mi->hblkhd);
+        printf("glibc's malloc, asked inside the process (mallinfo2; one thread held %.1f ms):\n"
+               "  in use:               %s (%zu blocks of their own mapping, %s)\n"
+               "  held free:            %s in %zu free chunks (%.0f%% of the %s its arenas "
+               "hold)\n",
+               m.held_ms, mtl_human_bytes(u, sizeof u, (double)(mi->uordblks + mi->hblkhd)),
+               mi->hblks, mtl_human_bytes(mm, sizeof mm, (double)mi->hblkhd),
+               mtl_human_bytes(f, sizeof f, (double)mi->fordblks), mi->ordblks,
+               held > 0 ? 100.0 * (double)mi->fordblks / (double)mi->arena : 0,
+               mtl_human_bytes(ar, sizeof ar, (double)mi->arena));
+    } else {
+        printf("glibc's malloc could not be asked: %s\n", m.why);
+    }
+    printf("Its live blocks by site, type and thread, their stacks and its largest blocks "
+           "need it\nrecorded (memtally record, or memtally attach %d).\n", pid);
     return 0;
 }
 

@@ -368,6 +368,11 @@ uint64_t inject_object_symbol(struct inject *in, const char *path, const char *n
     return v ? base + v : 0;
 }
 
+int inject_read(struct inject *in, uint64_t at, void *buf, size_t n)
+{
+    return read_mem(in->pid, at, buf, n);
+}
+
 int inject_read_string(struct inject *in, uint64_t at, char *out, size_t cap)
 {
     size_t n = 0;
@@ -418,6 +423,12 @@ uint64_t inject_object_symbol(struct inject *in, const char *path, const char *n
 {
     (void)in, (void)path, (void)name;
     return 0;
+}
+
+int inject_read(struct inject *in, uint64_t at, void *buf, size_t n)
+{
+    (void)in, (void)at, (void)buf, (void)n;
+    return -1;
 }
 
 int inject_read_string(struct inject *in, uint64_t at, char *out, size_t cap)

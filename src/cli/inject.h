@@ -38,6 +38,8 @@ int inject_call(struct inject *in, uint64_t fn, uint64_t a0, uint64_t a1, uint64
  * whose file is path; 0 when not found. */
 uint64_t inject_libc_symbol(struct inject *in, const char *name);
 uint64_t inject_object_symbol(struct inject *in, const char *path, const char *name);
+/* n bytes of the process at at: 0, or -1. */
+int inject_read(struct inject *in, uint64_t at, void *buf, size_t n);
 /* A NUL-terminated string of the process. */
 int inject_read_string(struct inject *in, uint64_t at, char *out, size_t cap);
 /* Lets the thread go, its registers as they were. */

@@ -1,7 +1,8 @@
 #!/bin/sh
 # memtally heap PID: the live heap of a running process, recorded (its
 # trace so far: sites, sizes, threads, the largest blocks with a peek at
-# their bytes) and not (what /proc tells), against tests/programs/heap_hold.c.
+# their bytes) and not (what /proc tells, and glibc's mallinfo2 asked
+# inside it), against tests/programs/heap_hold.c.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 M=$MEMTALLY_BIN
 P=$TEST_PROGRAMS/heap_hold
@@ -51,7 +52,11 @@ wait_ready out2.txt
 expect_eq "unrecorded: said so, with its program" "false $P" "$(jq -r '"\(.recorded) \(.program)"' p.json)"
 expect_eq "unrecorded: its RSS and anonymous memory (the 1 MiB block)" "true true" \
     "$(jq -r '"\(.rss_bytes > 1048576) \(.anon_rss_bytes >= 1048576)"' p.json)"
-"$M" heap "$plain" | grep -q "is not recorded by memtally" || fail "the text does not say it is not recorded"
+expect_eq "unrecorded: glibc's own figures hold the 1 MiB block and the 50 small ones" "true true" \
+    "$(jq -r '.malloc | "\(.mmapped_blocks >= 1 and .mmapped_bytes >= 1048576) \(.in_use_bytes >= 1048576 + 5000)"' p.json)"
+"$M" heap "$plain" >p.txt
+grep -q "is not recorded by memtally" p.txt || fail "the text does not say it is not recorded"
+grep -q "^glibc's malloc, asked inside the process" p.txt || fail "no mallinfo2 figures: $(cat p.txt)"
 exec 4>&-
 wait "$plain"
 
