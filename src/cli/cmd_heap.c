@@ -12,8 +12,8 @@
  * it (its RSS, its brk heap and its anonymous mappings), and what glibc's
  * allocator holds, asked from inside: mallinfo2() called on one of its
  * threads, held a moment with ptrace as memtally attach holds it
- * (inject.c).  A walk of the arenas' chunks (their sizes, the largest) is
- * not done: it needs glibc's private layout.
+ * (inject.c); and the chunks it has in use, walked from outside
+ * (heapwalk.c): by size, and the largest with a peek at their bytes.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -28,6 +28,7 @@
 
 #include "cli/analysis.h"
 #include "cli/cli.h"
+#include "cli/heapwalk.h"
 #include "cli/inject.h"
 #include "trace/defs.h"
 
@@ -139,7 +140,82 @@ static int read_proc(int pid, struct proc_memory *m)
     return 0;
 }
 
-static int unrecorded(const struct analysis *a, int pid)
+static void hex_and_text(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        printf("%s%02x", i ? " " : "", p[i]);
+    printf("  |");
+    for (size_t i = 0; i < n; i++)
+        putchar(p[i] >= 32 && p[i] < 127 ? p[i] : '.');
+    printf("|");
+}
+
+static void json_bytes(const uint8_t *p, size_t n, int text)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        if (!text)
+            printf("%s%02x", i ? " " : "", p[i]);
+        else
+            putchar(p[i] >= 32 && p[i] < 127 && p[i] != '"' && p[i] != '\\' ? p[i] : '.');
+    }
+    putchar('"');
+}
+
+static void print_walk(const struct analysis *a, const struct heap_walk *w)
+{
+    if (a->json) {
+        printf(", \"chunks\": {\"count\": %llu, \"bytes\": %llu, \"brk_walked\": %s, "
+               "\"note\": \"%s\", \"sizes\": [",
+               (unsigned long long)w->chunks, (unsigned long long)w->bytes,
+               w->brk_walked ? "true" : "false", w->note);
+        for (unsigned k = 0, first = 1; k < HEAP_WALK_BUCKETS; k++)
+            if (w->bucket[k].count) {
+                printf("%s{\"min\": %llu, \"max\": %llu, \"chunks\": %llu, \"bytes\": %llu}",
+                       first ? "" : ", ", 1ull << k, (2ull << k) - 1,
+                       (unsigned long long)w->bucket[k].count,
+                       (unsigned long long)w->bucket[k].bytes);
+                first = 0;
+            }
+        printf("], \"largest\": [");
+        for (size_t i = 0; i < w->nlargest; i++) {
+            const struct walk_chunk *c = &w->largest[i];
+            printf("%s{\"address\": \"0x%llx\", \"size\": %llu, \"mmapped\": %s, "
+                   "\"peek_hex\": ", i ? ", " : "", (unsigned long long)c->addr,
+                   (unsigned long long)c->size, c->mmapped ? "true" : "false");
+            json_bytes(c->peek, c->npeek, 0);
+            printf(", \"peek_text\": ");
+            json_bytes(c->peek, c->npeek, 1);
+            printf("}");
+        }
+        printf("]}");
+        return;
+    }
+    char b[32];
+    printf("chunks in use, walked from outside (the main arena and blocks of their own\n"
+           "mapping; other threads' arenas are not walked): %llu, %s%s%s\n",
+           (unsigned long long)w->chunks, mtl_human_bytes(b, sizeof b, (double)w->bytes),
+           *w->note ? "; " : "", w->note);
+    printf("  %-22s %10s %14s\n", "SIZE", "CHUNKS", "BYTES");
+    for (unsigned k = 0; k < HEAP_WALK_BUCKETS; k++)
+        if (w->bucket[k].count) {
+            char range[48];
+            snprintf(range, sizeof range, "%llu..%llu", 1ull << k, (2ull << k) - 1);
+            printf("  %-22s %10llu %14llu\n", range, (unsigned long long)w->bucket[k].count,
+                   (unsigned long long)w->bucket[k].bytes);
+        }
+    if (w->nlargest)
+        printf("largest chunks in use:\n");
+    for (size_t i = 0; i < w->nlargest; i++) {
+        const struct walk_chunk *c = &w->largest[i];
+        printf("  %s at 0x%llx%s\n    ", mtl_human_bytes(b, sizeof b, (double)c->size),
+               (unsigned long long)c->addr, c->mmapped ? ", a mapping of its own" : "");
+        hex_and_text(c->peek, c->npeek);
+        putchar('\n');
+    }
+}
+
+static int unrecorded(const struct analysis *a, int pid, size_t top, size_t peek)
 {
     struct proc_memory m;
     if (read_proc(pid, &m) < 0) {
@@ -149,6 +225,10 @@ static int unrecorded(const struct analysis *a, int pid)
     }
     ask_mallinfo(pid, &m);
     const struct mallinfo2 *mi = &m.mi;
+    static struct heap_walk w;
+    int walked = heap_walk((pid_t)pid, top ? top : 10, &w) == 0;
+    if (walked)
+        heap_walk_peek((pid_t)pid, &w, peek);
     if (a->json) {
         printf("{\"pid\": %d, \"program\": \"%s\", \"recorded\": false, \"rss_bytes\": %llu, "
                "\"brk_heap_bytes\": %llu, \"brk_heap_rss\": %llu, \"anon_rss_bytes\": %llu, "
@@ -162,6 +242,8 @@ static int unrecorded(const struct analysis *a, int pid)
                    "%zu, \"held_ms\": %.2f}",
                    mi->uordblks + mi->hblkhd, mi->fordblks, mi->arena, mi->hblkhd, mi->hblks,
                    mi->ordblks, mi->fsmblks, mi->keepcost, m.held_ms);
+        if (walked)
+            print_walk(a, &w);
         printf("}\n");
         return 0;
     }
@@ -190,6 +272,8 @@ static int unrecorded(const struct analysis *a, int pid)
     } else {
         printf("glibc's malloc could not be asked: %s\n", m.why);
     }
+    if (walked)
+        print_walk(a, &w);
     printf("Its live blocks by site, type and thread, their stacks and its largest blocks "
            "need it\nrecorded (memtally record, or memtally attach %d).\n", pid);
     return 0;
@@ -279,7 +363,7 @@ int cmd_heap(int argc, char **argv)
     int rc = ctl_request((int)pid, line, answer, sizeof answer, err, sizeof err);
     int bad;
     if (rc == CTL_NO_SOCKET)
-        bad = unrecorded(&a, (int)pid);
+        bad = unrecorded(&a, (int)pid, h.o.top, h.peek);
     else if (rc != CTL_OK)
         bad = (cli_error("heap: %s", err), 1);
     else

@@ -54,6 +54,13 @@ expect_eq "unrecorded: its RSS and anonymous memory (the 1 MiB block)" "true tru
     "$(jq -r '"\(.rss_bytes > 1048576) \(.anon_rss_bytes >= 1048576)"' p.json)"
 expect_eq "unrecorded: glibc's own figures hold the 1 MiB block and the 50 small ones" "true true" \
     "$(jq -r '.malloc | "\(.mmapped_blocks >= 1 and .mmapped_bytes >= 1048576) \(.in_use_bytes >= 1048576 + 5000)"' p.json)"
+expect_eq "unrecorded: the chunks walked from outside add up to what mallinfo2 says in use" \
+    "$(jq .malloc.in_use_bytes p.json)" "$(jq .chunks.bytes p.json)"
+expect_eq "unrecorded: the largest chunk is the 1 MiB block, its marker in the peek" \
+    "true true MEMTALLY-MARKER big block" \
+    "$(jq -r '.chunks.largest[0] | "\(.mmapped) \(.size >= 1048576) \(.peek_text | sub("\\.+$"; ""))"' p.json)"
+expect_eq "unrecorded: the 50 blocks of 100 bytes, chunks of 112" "50 5600" \
+    "$(jq -r '.chunks.sizes[] | select(.min == 64) | "\(.chunks) \(.bytes)"' p.json)"
 "$M" heap "$plain" >p.txt
 grep -q "is not recorded by memtally" p.txt || fail "the text does not say it is not recorded"
 grep -q "^glibc's malloc, asked inside the process" p.txt || fail "no mallinfo2 figures: $(cat p.txt)"
