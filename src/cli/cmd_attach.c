@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 
 #include "analyze/filter.h"
+#include "cli/attach_ns.h"
 #include "cli/cli.h"
 #include "cli/inject.h"
 #include "common/recenv.h"
@@ -126,9 +127,35 @@ static int same_mounts(long pid)
     return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
-/* Loads the library into pid and begins the trace at trace.  0, or 1
- * after saying why. */
-static int load_and_begin(const struct attach_opts *o, const char *lib, const char *trace,
+/* What is loaded into the process: the files to dlopen in order, the last
+ * libmemtally.so, as the process sees them, and libmemtally.so as we see
+ * it (for its symbols). */
+struct to_load {
+    const char *const *paths;
+    size_t n;
+    const char *file;
+};
+
+/* dlopen of one file in the process: 0, or -1 with in->why. */
+static int load_one(struct inject *in, uint64_t dlopen_at, const char *path)
+{
+    uint64_t path_at = inject_put(in, path, strlen(path) + 1), ret = 0;
+    if (!path_at || inject_call(in, dlopen_at, path_at, RTLD_NOW | RTLD_LOCAL, &ret) < 0)
+        return -1;
+    if (ret)
+        return 0;
+    char why[512] = "";
+    uint64_t dlerror_at = inject_libc_symbol(in, "dlerror"), msg = 0;
+    if (dlerror_at && inject_call(in, dlerror_at, 0, 0, &msg) == 0 && msg)
+        inject_read_string(in, msg, why, sizeof why);
+    snprintf(in->why, sizeof in->why, "pid %d could not load %.200s: %.200s", (int)in->pid, path,
+             *why ? why : "dlopen failed");
+    return -1;
+}
+
+/* Loads the library into pid and begins the trace at trace (the
+ * process's path).  0, or 1 after saying why. */
+static int load_and_begin(const struct attach_opts *o, const struct to_load *l, const char *trace,
                           double *paused_ms)
 {
     struct inject in;
@@ -139,40 +166,32 @@ static int load_and_begin(const struct attach_opts *o, const char *lib, const ch
     uint64_t dlopen_at = inject_libc_symbol(&in, "dlopen");
     if (!dlopen_at)
         dlopen_at = inject_libc_symbol(&in, "__libc_dlopen_mode");
-    uint64_t path_at = inject_put(&in, lib, strlen(lib) + 1);
-    if (!dlopen_at || !path_at) {
-        if (!dlopen_at)
-            snprintf(in.why, sizeof in.why, "pid %ld: no dlopen in its libc (%.300s)", o->pid,
-                     in.libc);
+    if (!dlopen_at) {
+        snprintf(in.why, sizeof in.why, "pid %ld: no dlopen in its libc (%.300s)", o->pid,
+                 in.libc);
         goto out;
     }
-    if (inject_call(&in, dlopen_at, path_at, RTLD_NOW | RTLD_LOCAL, &ret) < 0)
-        goto out;
-    if (!ret) {
-        char why[512] = "";
-        uint64_t dlerror_at = inject_libc_symbol(&in, "dlerror"), msg = 0;
-        if (dlerror_at && inject_call(&in, dlerror_at, 0, 0, &msg) == 0 && msg)
-            inject_read_string(&in, msg, why, sizeof why);
-        snprintf(in.why, sizeof in.why, "pid %ld could not load %.200s: %.200s", o->pid, lib,
-                 *why ? why : "dlopen failed");
-        goto out;
-    }
-    uint64_t begin_at = inject_object_symbol(&in, lib, "mtl_attach_begin");
+    for (size_t i = 0; i < l->n; i++)
+        if (load_one(&in, dlopen_at, l->paths[i]) < 0)
+            goto out;
+    const char *lib = l->paths[l->n - 1];
+    uint64_t begin_at = inject_object_symbol(&in, lib, l->file, "mtl_attach_begin");
     char options[2 * PATH_MAX + 64];
     snprintf(options, sizeof options, "%.*s\n%llu\n%ld", PATH_MAX, trace,
              (unsigned long long)o->sample, o->depth);
     uint64_t options_at = inject_put(&in, options, strlen(options) + 1);
     if (!begin_at || !options_at) {
         if (!begin_at)
-            snprintf(in.why, sizeof in.why, "%.300s has no mtl_attach_begin in pid %ld", lib, o->pid);
+            snprintf(in.why, sizeof in.why, "%.300s has no mtl_attach_begin in pid %ld", lib,
+                     o->pid);
         goto out;
     }
     if (inject_call(&in, begin_at, options_at, 0, &ret) < 0)
         goto out;
     int rc = (int)(uint32_t)ret;
     if (rc < 0) {
-        snprintf(in.why, sizeof in.why, "pid %ld could not begin a trace at %.300s: %s", o->pid, trace,
-                 rc == -EBUSY ? "it records already" : strerror(-rc));
+        snprintf(in.why, sizeof in.why, "pid %ld could not begin a trace at %.300s: %s", o->pid,
+                 trace, rc == -EBUSY ? "it records already" : strerror(-rc));
         goto out;
     }
     bad = 0;
@@ -182,6 +201,23 @@ out:
     if (bad)
         cli_error("attach: %s", in.why);
     return bad;
+}
+
+/* A stop where the control socket cannot be reached (another namespace):
+ * mtl_stop called in the process.  0, or -1 after saying why. */
+static int stop_inside(long pid, const struct to_load *l)
+{
+    struct inject in;
+    uint64_t ret;
+    int bad = inject_stop(&in, (pid_t)pid) < 0;
+    uint64_t stop_at = bad ? 0 : inject_object_symbol(&in, l->paths[l->n - 1], l->file, "mtl_stop");
+    if (!bad && !stop_at)
+        snprintf(in.why, sizeof in.why, "no mtl_stop in pid %ld", pid);
+    bad = bad || !stop_at || inject_call(&in, stop_at, 0, 0, &ret) < 0;
+    inject_release(&in);
+    if (bad)
+        cli_error("attach: %s", in.why);
+    return bad ? -1 : 0;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -209,13 +245,10 @@ int cmd_attach(int argc, char **argv)
         return 1;
     }
     exe[n] = '\0';
-    if (!same_mounts(o.pid)) {
-        cli_error("attach: pid %ld runs in another mount namespace (a container): memtally "
-                  "cannot attach there yet", o.pid);
-        return 1;
-    }
+    int foreign = !same_mounts(o.pid);
     char answer[PATH_MAX + 2048], err[PATH_MAX + 512];
-    if (ctl_request((int)o.pid, "status", answer, sizeof answer, err, sizeof err) == CTL_OK) {
+    if (!foreign &&
+        ctl_request((int)o.pid, "status", answer, sizeof answer, err, sizeof err) == CTL_OK) {
         cli_error("attach: pid %ld is recorded already (memtally ctl %ld status)", o.pid, o.pid);
         return 1;
     }
@@ -237,9 +270,31 @@ int cmd_attach(int argc, char **argv)
     else
         snprintf(trace, sizeof trace, "%s/%s", cwd, name);
 
+    /* In another mount namespace (a container), the library and the trace
+     * go through a directory of the process's own /tmp. */
+    struct ns_stage ns = { .dirfd = -1, .tmpfd = -1 };
+    const char *own[1] = { real };
+    const char *staged[NS_MAX_LIBS];
+    struct to_load l = { own, 1, real };
+    char inside_trace[PATH_MAX + 16];
+    if (foreign) {
+        char why[PATH_MAX + 256];
+        if (ns_stage(o.pid, real, &ns, why, sizeof why) < 0) {
+            cli_error("attach: pid %ld runs in another mount namespace: %s", o.pid, why);
+            ns_cleanup(&ns);
+            return 1;
+        }
+        for (size_t i = 0; i < ns.nload; i++)
+            staged[i] = ns.load[i];
+        l.paths = staged;
+        l.n = ns.nload;
+        snprintf(inside_trace, sizeof inside_trace, "%s/trace.mtly", ns.inside);
+    }
     double paused_ms;
-    if (load_and_begin(&o, real, trace, &paused_ms))
+    if (load_and_begin(&o, &l, foreign ? inside_trace : trace, &paused_ms)) {
+        ns_cleanup(&ns);
         return 1;
+    }
     if (!o.quiet)
         fprintf(stderr, "memtally: attached to pid %ld (%s), which was held %.1f ms; recording "
                         "into %s until %s\n", o.pid, exe, paused_ms, trace,
@@ -261,7 +316,7 @@ int cmd_attach(int argc, char **argv)
             how = "the process ended";
         else if (stop_asked || (o.duration_us && us >= o.duration_us))
             how = "stop";
-        else if (tick % 5 == 4) {
+        else if (tick % 5 == 4 && !foreign) {
             /* Stopped by someone else: the recorder's socket is gone with
              * the trace (or says off). */
             int asked = ctl_request((int)o.pid, "status", answer, sizeof answer, err, sizeof err);
@@ -270,14 +325,26 @@ int cmd_attach(int argc, char **argv)
         }
     }
     if (!strcmp(how, "stop")) {
-        rc = ctl_request((int)o.pid, "stop", answer, sizeof answer, err, sizeof err);
+        rc = foreign ? (stop_inside(o.pid, &l) == 0 ? CTL_OK : CTL_FAILED)
+                     : ctl_request((int)o.pid, "stop", answer, sizeof answer, err, sizeof err);
         if (rc != CTL_OK) {
-            if (kill((pid_t)o.pid, 0) < 0 && errno == ESRCH)
+            if (kill((pid_t)o.pid, 0) < 0 && errno == ESRCH) {
                 how = "the process ended";
-            else {
-                cli_error("attach: %s", err);
+            } else {
+                if (!foreign)
+                    cli_error("attach: %s", err);
+                ns_cleanup(&ns);
                 return 1;
             }
+        }
+    }
+    if (foreign) {
+        char why[PATH_MAX + 256];
+        int lost = ns_collect(&ns, "trace.mtly", trace, why, sizeof why) < 0;
+        ns_cleanup(&ns);
+        if (lost) {
+            cli_error("attach: %s", why);
+            return 1;
         }
     }
     if (!o.quiet && !strcmp(how, "stop"))

@@ -358,13 +358,14 @@ uint64_t inject_libc_symbol(struct inject *in, const char *name)
     return v ? in->libc_base + v : 0;
 }
 
-uint64_t inject_object_symbol(struct inject *in, const char *path, const char *name)
+uint64_t inject_object_symbol(struct inject *in, const char *path, const char *file,
+                              const char *name)
 {
     char found[PATH_MAX];
     uint64_t base, v, s;
     if (find_object(in->pid, path, found, sizeof found, &base) < 0)
         return 0;
-    elf_symbols(found, &name, 1, &v, &s);
+    elf_symbols(file, &name, 1, &v, &s);
     return v ? base + v : 0;
 }
 
@@ -419,9 +420,10 @@ uint64_t inject_libc_symbol(struct inject *in, const char *name)
     return 0;
 }
 
-uint64_t inject_object_symbol(struct inject *in, const char *path, const char *name)
+uint64_t inject_object_symbol(struct inject *in, const char *path, const char *file,
+                              const char *name)
 {
-    (void)in, (void)path, (void)name;
+    (void)in, (void)path, (void)file, (void)name;
     return 0;
 }
 

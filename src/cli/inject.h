@@ -35,9 +35,11 @@ uint64_t inject_put(struct inject *in, const void *data, size_t n);
 /* Calls fn(a0, a1) on the thread: its result in *ret.  0, or -1. */
 int inject_call(struct inject *in, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret);
 /* A function's address in the process: libc's, or of the loaded object
- * whose file is path; 0 when not found. */
+ * mapped from path (as the process sees it), whose symbols are read from
+ * file (as we see it: the same file); 0 when not found. */
 uint64_t inject_libc_symbol(struct inject *in, const char *name);
-uint64_t inject_object_symbol(struct inject *in, const char *path, const char *name);
+uint64_t inject_object_symbol(struct inject *in, const char *path, const char *file,
+                              const char *name);
 /* n bytes of the process at at: 0, or -1. */
 int inject_read(struct inject *in, uint64_t at, void *buf, size_t n);
 /* A NUL-terminated string of the process. */

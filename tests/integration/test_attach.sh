@@ -102,6 +102,15 @@ expect_eq "every block recorded was freed (nothing lost at the detach)" 0 \
 # The second: sampled, the burst's estimate near 4000 x 48 bytes.
 expect_eq "the second trace is sampled" sampled "$("$M" info --json two.mtly | jq -r .mode)"
 
+printf '#include <unistd.h>\nint main(void) { sleep(30); return 0; }\n' >static.c
+if ${CC:-cc} -static -o static_sleep static.c 2>/dev/null; then
+    ./static_sleep &
+    st=$!
+    "$M" attach "$st" 2>err.txt && fail "attach to a static binary succeeded"
+    expect_eq "a static binary" "memtally: attach: pid $st has no libc loaded (a static binary?): memtally loads into dynamically linked programs only" \
+        "$(cat err.txt)"
+    kill $st
+fi
 "$M" attach 999999999 2>err.txt && fail "attach to a process that does not exist succeeded"
 expect_eq "no such process" "memtally: attach: no process 999999999" "$(cat err.txt)"
 if command -v setpriv >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -110,4 +119,33 @@ if command -v setpriv >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     grep -q "^memtally: attach: not permitted to trace pid 1" err.txt ||
         fail "attach to pid 1 as nobody: $(cat err.txt)"
     echo "ok: pid 1 as nobody: $(cat err.txt)"
+fi
+
+# A process in another mount namespace (a container) where memtally's
+# files are not: its build directory hidden under a tmpfs there.  The
+# library goes in through the process's /tmp, the trace comes back out.
+if unshare --mount true 2>/dev/null; then
+    cp "$T" ./target_ns
+    mkfifo in3
+    unshare --mount --fork sh -c "mount -t tmpfs none '$MEMTALLY_ROOT/build' && exec '$PWD/target_ns'" \
+        <in3 >out.txt &
+    ns=$!
+    exec 3>in3
+    lines=1
+    wait_lines out.txt 1
+    pid=$(pgrep -n -x target_ns) || fail "no target_ns"
+    [ -e "/proc/$pid/root$MEMTALLY_ROOT/build/libmemtally.so" ] && fail "the library is visible in the namespace"
+    "$M" attach -o ns.mtly "$pid" 2>attach3.txt &
+    att=$!
+    wait_text attach3.txt "attached to pid $pid"
+    cmd 'burst 1000'
+    kill -INT $att
+    wait $att || fail "attach into the namespace failed: $(cat attach3.txt)"
+    exec 3>&-
+    wait $ns
+    expect_eq "another mount namespace: exit status" 3 $?
+    expect_eq "another mount namespace: exactly the burst" "4000 192000" "$(calls ns.mtly burst_alloc)"
+    [ -z "$(ls /tmp | grep memtally-attach)" ] || fail "the staging directory was left in /tmp"
+else
+    echo "skipped: another mount namespace (unshare is not permitted here)"
 fi
