@@ -24,6 +24,8 @@
 struct mtl_result_head {
     int estimated;          /* a sampled trace: figures are estimates */
     uint64_t sample_rate;   /* bytes, when estimated */
+    int attached;           /* begun by memtally attach: what was live
+                               before it is not in the trace */
 };
 
 /* ---- report: the hprof table, per thread and in total ---------------- */

@@ -15,6 +15,7 @@ void mtl__result_head(struct mtl_engine *e, struct mtl_result_head *h)
     h->estimated = mtl_engine_estimated(e, &h->sample_rate);
     if (!h->estimated)
         h->sample_rate = 0;
+    h->attached = mtl_engine_defs(e)->info.attached;
 }
 
 /* Folds, sorts, cuts and adds paths to one table. */

@@ -12,7 +12,8 @@
  * it (its RSS, its brk heap and its anonymous mappings), and what glibc's
  * allocator holds, asked from inside: mallinfo2() called on one of its
  * threads, held a moment with ptrace as memtally attach holds it
- * (inject.c); and the chunks it has in use, walked from outside
+ * (inject.c), then malloc_info() per arena, written into a memory stream
+ * of the process and read back; and the chunks it has in use, walked from outside
  * (heapwalk.c): by size, and the largest with a peek at their bytes.
  */
 #include <errno.h>
@@ -82,9 +83,63 @@ struct proc_memory {
     unsigned anon_maps;
     int have_mallinfo;
     struct mallinfo2 mi;
+    /* Per arena, from malloc_info's XML: bytes from the system, free ones
+     * and their chunks. */
+    struct arena { unsigned nr; uint64_t system, free_bytes, free_chunks; } arena[64];
+    unsigned narenas;
     double held_ms;
     char why[512];              /* why mallinfo2 could not be asked */
 };
+
+/* The arenas of malloc_info's XML ("<heap nr=...>" elements). */
+static void parse_arenas(const char *xml, struct proc_memory *m)
+{
+    for (const char *h = strstr(xml, "<heap nr=\""); h && m->narenas < 64;
+         h = strstr(h + 1, "<heap nr=\"")) {
+        struct arena *a = &m->arena[m->narenas++];
+        const char *end = strstr(h, "</heap>");
+        memset(a, 0, sizeof *a);
+        a->nr = (unsigned)strtoul(h + 10, NULL, 10);
+        for (const char *t = strstr(h, "<total type=\""); t && (!end || t < end);
+             t = strstr(t + 1, "<total type=\"")) {
+            unsigned long long count = 0, size = 0;
+            if (sscanf(t, "<total type=\"%*[a-z]\" count=\"%llu\" size=\"%llu\"", &count,
+                       &size) == 2) {
+                a->free_chunks += count;
+                a->free_bytes += size;
+            }
+        }
+        const char *sys = strstr(h, "<system type=\"current\" size=\"");
+        if (sys && (!end || sys < end))
+            a->system = strtoull(sys + 29, NULL, 10);
+    }
+}
+
+/* malloc_info(0, f) into a memory stream of the process, read back and
+ * freed there.  On the thread in's holds, clear of the allocator. */
+static void ask_malloc_info(struct inject *in, struct proc_memory *m)
+{
+    uint64_t open_at = inject_libc_symbol(in, "open_memstream");
+    uint64_t info_at = inject_libc_symbol(in, "malloc_info");
+    uint64_t close_at = inject_libc_symbol(in, "fclose");
+    uint64_t free_at = inject_libc_symbol(in, "free");
+    uint64_t zero[2] = { 0, 0 }, out[2], fp = 0, ret;
+    uint64_t cell = open_at && info_at && close_at && free_at ? inject_put(in, zero, sizeof zero)
+                                                             : 0;
+    if (!cell || inject_call(in, open_at, cell, cell + 8, &fp) < 0 || !fp)
+        return;
+    int ok = inject_call(in, info_at, 0, fp, &ret) == 0;
+    if (inject_call(in, close_at, fp, 0, &ret) < 0 || inject_read(in, cell, out, sizeof out) < 0)
+        return;
+    char *xml = ok && out[0] && out[1] < (64u << 20) ? malloc(out[1] + 1) : NULL;
+    if (xml && inject_read(in, out[0], xml, out[1]) == 0) {
+        xml[out[1]] = '\0';
+        parse_arenas(xml, m);
+    }
+    free(xml);
+    if (out[0])
+        inject_call(in, free_at, out[0], 0, &ret);
+}
 
 /* glibc's own figures, from mallinfo2() run in the process. */
 static void ask_mallinfo(int pid, struct proc_memory *m)
@@ -97,6 +152,8 @@ static void ask_mallinfo(int pid, struct proc_memory *m)
     if (fn && (buf = inject_put(&in, &zero, sizeof zero)) != 0 &&
         inject_call(&in, fn, buf, 0, &ret) == 0 && inject_read(&in, buf, &m->mi, sizeof m->mi) == 0)
         m->have_mallinfo = 1; /* returned through the hidden pointer in rdi */
+    if (m->have_mallinfo)
+        ask_malloc_info(&in, m);
     inject_release(&in);
     m->held_ms = (double)in.stopped_total_ns / 1e6;
     if (!m->have_mallinfo)
@@ -242,6 +299,14 @@ static int unrecorded(const struct analysis *a, int pid, size_t top, size_t peek
                    "%zu, \"held_ms\": %.2f}",
                    mi->uordblks + mi->hblkhd, mi->fordblks, mi->arena, mi->hblkhd, mi->hblks,
                    mi->ordblks, mi->fsmblks, mi->keepcost, m.held_ms);
+        printf(", \"arenas\": [");
+        for (unsigned i = 0; i < m.narenas; i++)
+            printf("%s{\"nr\": %u, \"system_bytes\": %llu, \"free_bytes\": %llu, "
+                   "\"free_chunks\": %llu}", i ? ", " : "", m.arena[i].nr,
+                   (unsigned long long)m.arena[i].system,
+                   (unsigned long long)m.arena[i].free_bytes,
+                   (unsigned long long)m.arena[i].free_chunks);
+        printf("]");
         if (walked)
             print_walk(a, &w);
         printf("}\n");
@@ -269,6 +334,12 @@ static int unrecorded(const struct analysis *a, int pid, size_t top, size_t peek
                mtl_human_bytes(f, sizeof f, (double)mi->fordblks), mi->ordblks,
                held > 0 ? 100.0 * (double)mi->fordblks / (double)mi->arena : 0,
                mtl_human_bytes(ar, sizeof ar, (double)mi->arena));
+        for (unsigned i = 0; i < m.narenas; i++)
+            printf("  arena %u:%*s%s from the system, %s free in %llu chunks\n", m.arena[i].nr,
+                   m.arena[i].nr < 10 ? 14 : 13, "",
+                   mtl_human_bytes(u, sizeof u, (double)m.arena[i].system),
+                   mtl_human_bytes(f, sizeof f, (double)m.arena[i].free_bytes),
+                   (unsigned long long)m.arena[i].free_chunks);
     } else {
         printf("glibc's malloc could not be asked: %s\n", m.why);
     }

@@ -150,6 +150,9 @@ void mtl_render_text_head(struct mtl_buf *b, const struct mtl_result_head *h)
         mtl_buf_addf(b, "(a sampled trace, one sample per %s on average: calls and bytes "
                         "are estimates)\n\n",
                      mtl_human_bytes(rate, sizeof rate, (double)h->sample_rate));
+    if (h->attached)
+        mtl_buf_adds(b, "(recorded from an attach to the running program: what it held before "
+                        "is not in the trace;\n memtally heap PID shows it while it runs)\n\n");
 }
 
 void mtl_render_skipped(struct mtl_buf *b, const struct mtl_rows *rows)
@@ -211,6 +214,8 @@ void mtl_render_json_frame(struct mtl_json *j, const struct mtl_location *l)
 
 void mtl_render_json_head(struct mtl_json *j, const struct mtl_result_head *h)
 {
+    if (h->attached)
+        mtl_json_kv_bool(j, "attached", 1);
     if (!h->estimated)
         return;
     mtl_json_kv_bool(j, "estimated", 1);

@@ -54,6 +54,8 @@ expect_eq "unrecorded: its RSS and anonymous memory (the 1 MiB block)" "true tru
     "$(jq -r '"\(.rss_bytes > 1048576) \(.anon_rss_bytes >= 1048576)"' p.json)"
 expect_eq "unrecorded: glibc's own figures hold the 1 MiB block and the 50 small ones" "true true" \
     "$(jq -r '.malloc | "\(.mmapped_blocks >= 1 and .mmapped_bytes >= 1048576) \(.in_use_bytes >= 1048576 + 5000)"' p.json)"
+expect_eq "unrecorded: malloc_info's arenas, the main one first" "0 true" \
+    "$(jq -r '.arenas[0] | "\(.nr) \(.system_bytes > 0)"' p.json)"
 expect_eq "unrecorded: the chunks walked from outside add up to what mallinfo2 says in use" \
     "$(jq .malloc.in_use_bytes p.json)" "$(jq .chunks.bytes p.json)"
 expect_eq "unrecorded: the largest chunk is the 1 MiB block, its marker in the peek" \
