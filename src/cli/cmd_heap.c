@@ -152,12 +152,21 @@ static void ask_mallinfo(int pid, struct proc_memory *m)
     if (fn && (buf = inject_put(&in, &zero, sizeof zero)) != 0 &&
         inject_call(&in, fn, buf, 0, &ret) == 0 && inject_read(&in, buf, &m->mi, sizeof m->mi) == 0)
         m->have_mallinfo = 1; /* returned through the hidden pointer in rdi */
-    if (m->have_mallinfo)
-        ask_malloc_info(&in, m);
     inject_release(&in);
     m->held_ms = (double)in.stopped_total_ns / 1e6;
     if (!m->have_mallinfo)
         snprintf(m->why, sizeof m->why, "%s", in.why);
+}
+
+/* The arenas, after the walk: malloc_info allocates (and frees) in the
+ * process, which the walk would count. */
+static void ask_arenas(int pid, struct proc_memory *m)
+{
+    struct inject in;
+    if (m->have_mallinfo && inject_stop(&in, (pid_t)pid) == 0)
+        ask_malloc_info(&in, m);
+    inject_release(&in);
+    m->held_ms += (double)in.stopped_total_ns / 1e6;
 }
 
 static int read_proc(int pid, struct proc_memory *m)
@@ -286,6 +295,7 @@ static int unrecorded(const struct analysis *a, int pid, size_t top, size_t peek
     int walked = heap_walk((pid_t)pid, top ? top : 10, &w) == 0;
     if (walked)
         heap_walk_peek((pid_t)pid, &w, peek);
+    ask_arenas(pid, &m);
     if (a->json) {
         printf("{\"pid\": %d, \"program\": \"%s\", \"recorded\": false, \"rss_bytes\": %llu, "
                "\"brk_heap_bytes\": %llu, \"brk_heap_rss\": %llu, \"anon_rss_bytes\": %llu, "
@@ -325,7 +335,8 @@ static int unrecorded(const struct analysis *a, int pid, size_t top, size_t peek
     if (m.have_mallinfo) {
         char u[32], f[32], ar[32], mm[32];
         double held = (double)(mi->arena + mi->hblkhd);
-        printf("glibc's malloc, asked inside the process (mallinfo2; one thread held %.1f ms):\n"
+        printf("glibc's malloc, asked inside the process (mallinfo2, malloc_info; one thread held "
+           "%.1f ms):\n"
                "  in use:               %s (%zu blocks of their own mapping, %s)\n"
                "  held free:            %s in %zu free chunks (%.0f%% of the %s its arenas "
                "hold)\n",
