@@ -13,8 +13,8 @@
  * allocator holds, asked from inside: mallinfo2() called on one of its
  * threads, held a moment with ptrace as memtally attach holds it
  * (inject.c), then malloc_info() per arena, written into a memory stream
- * of the process and read back; and the chunks it has in use, walked from outside
- * (heapwalk.c): by size, and the largest with a peek at their bytes.
+ * of the process and read back; and the chunks it has in use, walked from
+ * outside (heapwalk.c): by size, and the largest with a peek at their bytes.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -232,9 +232,9 @@ static void print_walk(const struct analysis *a, const struct heap_walk *w)
 {
     if (a->json) {
         printf(", \"chunks\": {\"count\": %llu, \"bytes\": %llu, \"brk_walked\": %s, "
-               "\"note\": \"%s\", \"sizes\": [",
+               "\"thread_heaps\": %u, \"note\": \"%s\", \"sizes\": [",
                (unsigned long long)w->chunks, (unsigned long long)w->bytes,
-               w->brk_walked ? "true" : "false", w->note);
+               w->brk_walked ? "true" : "false", w->thread_heaps, w->note);
         for (unsigned k = 0, first = 1; k < HEAP_WALK_BUCKETS; k++)
             if (w->bucket[k].count) {
                 printf("%s{\"min\": %llu, \"max\": %llu, \"chunks\": %llu, \"bytes\": %llu}",
@@ -258,10 +258,10 @@ static void print_walk(const struct analysis *a, const struct heap_walk *w)
         return;
     }
     char b[32];
-    printf("chunks in use, walked from outside (the main arena and blocks of their own\n"
-           "mapping; other threads' arenas are not walked): %llu, %s%s%s\n",
-           (unsigned long long)w->chunks, mtl_human_bytes(b, sizeof b, (double)w->bytes),
-           *w->note ? "; " : "", w->note);
+    printf("chunks in use, walked from outside (the main arena, %u heap%s of other threads'\n"
+           "arenas, blocks of their own mapping): %llu, %s%s%s\n",
+           w->thread_heaps, w->thread_heaps == 1 ? "" : "s", (unsigned long long)w->chunks,
+           mtl_human_bytes(b, sizeof b, (double)w->bytes), *w->note ? "; " : "", w->note);
     printf("  %-22s %10s %14s\n", "SIZE", "CHUNKS", "BYTES");
     for (unsigned k = 0; k < HEAP_WALK_BUCKETS; k++)
         if (w->bucket[k].count) {

@@ -8,10 +8,14 @@
  * size and its own size, whose low bits are flags; a chunk is in use when
  * the next one's PREV_INUSE bit says so; the last is the top chunk, free.
  * A block too large for the arenas is a chunk of its own mapping, the
- * IS_MMAPPED bit set in its size.  Both are walked; the arenas of other
- * threads (heaps of their own, found only through glibc's private state)
- * are not.  Blocks freed into the per-thread caches and fastbins keep the
- * in-use bit, as for the allocator they are still taken.
+ * IS_MMAPPED bit set in its size.  The other threads' arenas live in heaps
+ * of their own, mappings aligned to HEAP_MAX (64 MiB) that start with a
+ * heap_info (arena, previous heap, size) and, in an arena's first heap,
+ * its malloc_state, whose size differs between glibc versions: the first
+ * chunk is found as the one offset from which the chunks, each flagged
+ * NON_MAIN_ARENA, run exactly to the heap's end.  Blocks freed into the
+ * per-thread caches and fastbins keep the in-use bit, as for the
+ * allocator they are still taken.
  *
  * The process runs on while it is read, so the walk is a best effort: it
  * stops at the first size that cannot be a chunk's, and says so.
@@ -25,6 +29,8 @@
 
 #define PREV_INUSE 1u
 #define IS_MMAPPED 2u
+#define NON_MAIN_ARENA 4u
+#define HEAP_MAX (64ull << 20)     /* glibc's HEAP_MAX_SIZE on 64-bit */
 #define SIZE_MASK (~(uint64_t)7)
 #define MIN_CHUNK 32u
 #define WINDOW (1u << 20)          /* bytes read at a time */
@@ -106,6 +112,59 @@ static void walk_brk(pid_t pid, uint64_t lo, uint64_t hi, struct heap_walk *w)
     free(buf);
 }
 
+/* Whether the chunks from offset off of heap h (size bytes) run exactly to
+ * its end, each but the top flagged NON_MAIN_ARENA. */
+static int chain_fits(const uint8_t *h, uint64_t size, uint64_t off)
+{
+    uint64_t c = off;
+    while (c + 16 <= size) {
+        uint64_t sz;
+        memcpy(&sz, h + c + 8, 8);
+        uint64_t len = sz & SIZE_MASK;
+        if (len < MIN_CHUNK || c + len > size)
+            return 0;
+        if (c + len == size)
+            return 1; /* the top chunk */
+        if (!(sz & NON_MAIN_ARENA))
+            return 0;
+        c += len;
+    }
+    return 0;
+}
+
+/* A thread arena's heap at [lo, hi), if it is one. */
+static void walk_thread_heap(pid_t pid, uint64_t lo, uint64_t hi, struct heap_walk *w)
+{
+    uint64_t info[3]; /* ar_ptr, prev, size */
+    if (read_at(pid, lo, info, sizeof info) < 0 || !info[0] || info[2] < 4096 ||
+        info[2] > hi - lo || info[2] > HEAP_MAX)
+        return;
+    uint64_t size = info[2];
+    uint8_t *h = malloc(size);
+    if (!h || read_at(pid, lo, h, size) < 0) {
+        free(h);
+        return;
+    }
+    uint64_t off = 48; /* past heap_info, aligned */
+    while (off < 8192 && off + 16 <= size && !chain_fits(h, size, off))
+        off += 16;
+    if (off < 8192 && off + 16 <= size) {
+        w->thread_heaps++;
+        for (uint64_t c = off; c + 16 <= size;) {
+            uint64_t sz, next_sz;
+            memcpy(&sz, h + c + 8, 8);
+            uint64_t len = sz & SIZE_MASK;
+            if (c + len >= size)
+                break; /* the top chunk: free */
+            memcpy(&next_sz, h + c + len + 8, 8);
+            if (next_sz & PREV_INUSE)
+                take(w, lo + c + 16, len, 0);
+            c += len;
+        }
+    }
+    free(h);
+}
+
 int heap_walk(pid_t pid, size_t top, struct heap_walk *w)
 {
     memset(w, 0, sizeof *w);
@@ -128,6 +187,8 @@ int heap_walk(pid_t pid, size_t top, struct heap_walk *w)
         if (!strcmp(name, "[heap]")) {
             w->brk_walked = 1;
             walk_brk(pid, lo, hi, w);
+        } else if (!*name && lo % HEAP_MAX == 0) {
+            walk_thread_heap(pid, lo, hi, w);
         } else if (!*name) {
             /* A chunk of its own mapping: its header at the start. */
             uint64_t hdr[2];

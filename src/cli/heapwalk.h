@@ -26,6 +26,7 @@ struct heap_walk {
     struct walk_chunk largest[HEAP_WALK_TOP]; /* largest first */
     size_t nlargest, top;
     int brk_walked;              /* the process has a brk heap, and it was walked */
+    unsigned thread_heaps;       /* heaps of other threads' arenas walked */
     char note[160];              /* why the walk stopped early, or "" */
 };
 
