@@ -69,6 +69,19 @@ grep -q "^glibc's malloc, asked inside the process" p.txt || fail "no mallinfo2 
 exec 4>&-
 wait "$plain"
 
+# Threads' arenas: attach_target's workers allocated in arenas of their own.
+mkfifo in3
+"$TEST_PROGRAMS/attach_target" <in3 >out3.txt &
+threaded=$!
+exec 5>in3
+wait_ready out3.txt
+echo "burst 10" >&5
+for _ in $(seq 100); do grep -q "burst done" out3.txt && break; sleep 0.1; done
+expect_eq "threads' arenas walked too" true \
+    "$("$M" heap --json "$threaded" | jq '.chunks.thread_heaps >= 1 and (.arenas | length) >= 2')"
+exec 5>&-
+wait "$threaded"
+
 "$M" heap 999999999 2>err.txt && fail "heap of a process that does not exist succeeded"
 expect_eq "no such process" "memtally: heap: no process 999999999" "$(cat err.txt)"
 "$M" heap abc 2>err.txt; expect_eq "not a pid: usage error" 2 $?
