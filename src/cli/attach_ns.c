@@ -75,22 +75,30 @@ static int find_lib(const char *soname, char *out, size_t cap)
     return -1;
 }
 
+/* Copies descriptor in to out, closing both: 0, or -1 with errno. */
+static int copy_fd(int in, int out)
+{
+    char buf[65536];
+    ssize_t n = in < 0 || out < 0 ? -1 : 0;
+    while (n >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            n = -1;
+    int e = errno;
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) < 0 && n == 0)
+        return -1;
+    errno = e;
+    return n < 0 ? -1 : 0;
+}
+
 static int copy_file(const char *from, int dirfd, const char *name, mode_t mode)
 {
     int in = open(from, O_RDONLY | O_CLOEXEC);
     int out = in >= 0 ? openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) : -1;
-    char buf[65536];
-    ssize_t n = 0;
-    while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            n = -1;
-            break;
-        }
-    if (in >= 0)
-        close(in);
-    if (out >= 0 && (close(out) < 0 || n < 0))
+    if (copy_fd(in, out) < 0)
         return -1;
-    return out >= 0 ? fchmodat(dirfd, name, mode, 0) : -1;
+    return fchmodat(dirfd, name, mode, 0);
 }
 
 /* Adds path's needs (deepest first), then path itself. */
@@ -152,20 +160,8 @@ int ns_collect(struct ns_stage *s, const char *name, const char *out, char *why,
 {
     int in = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
     int fd = in >= 0 ? open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    char buf[65536];
-    ssize_t n = 0;
-    while (fd >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-        if (write(fd, buf, (size_t)n) != n) {
-            n = -1;
-            break;
-        }
-    int e = errno;
-    if (in >= 0)
-        close(in);
-    if (fd >= 0 && close(fd) < 0)
-        n = -1;
-    if (in < 0 || fd < 0 || n < 0) {
-        snprintf(why, cap, "cannot bring the trace out to %s: %s", out, strerror(e));
+    if (copy_fd(in, fd) < 0) {
+        snprintf(why, cap, "cannot bring the trace out to %s: %s", out, strerror(errno));
         return -1;
     }
     return 0;
