@@ -183,7 +183,41 @@ HOOK_INLINE void note_free(void *p)
     errno = saved;
 }
 
-EXPORT void *malloc(size_t size)
+/* The fast path of malloc and free, with no call in it, so that the
+ * compiler makes the hook a jump to the allocator without saving a
+ * register: 1 when the call goes straight through (not recording, inside
+ * memtally, or in sampled mode short of the countdown's point, which is
+ * then counted down); 0 for the slow path, which decides it all again
+ * (the countdown untouched). */
+HOOK_INLINE int alloc_passes(struct mtl__tls *tls, size_t size)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed) ||
+                     !init_started))
+        return 0;
+    if (tls->in_hook ||
+        atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING)
+        return 1;
+    if (!mtl__pl.opt.sample_rate)
+        return 0;
+    int64_t left = tls->sample_left - (int64_t)(size > INT64_MAX ? INT64_MAX : size);
+    if (left <= 0)
+        return 0;
+    tls->sample_left = left;
+    return 1;
+}
+
+HOOK_INLINE int free_passes(struct mtl__tls *tls, void *p)
+{
+    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed) ||
+                     !init_started || is_boot(p) ||
+                     atomic_load_explicit(&mtl__pools, memory_order_relaxed)))
+        return 0;
+    return tls->in_hook ||
+           atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING ||
+           (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p));
+}
+
+static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
         if (atomic_load(&resolving))
@@ -201,6 +235,13 @@ EXPORT void *malloc(size_t size)
         note_alloc(tls, p, size);
     tls->in_hook = 0;
     return p;
+}
+
+EXPORT void *malloc(size_t size)
+{
+    if (MTL_LIKELY(alloc_passes(&mtl__tls, size)))
+        return real.malloc(size);
+    return malloc_slow(size);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
@@ -226,9 +267,9 @@ EXPORT void *calloc(size_t n, size_t size)
     return p;
 }
 
-EXPORT void free(void *p)
+static __attribute__((noinline)) void free_slow(void *p)
 {
-    if (!p || is_boot(p))
+    if (is_boot(p))
         return;
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed)))
         mtl__hooks_first_use();
@@ -244,6 +285,17 @@ EXPORT void free(void *p)
     note_free(p);
     real.free(p);
     tls->in_hook = 0;
+}
+
+EXPORT void free(void *p)
+{
+    if (!p)
+        return;
+    if (MTL_LIKELY(free_passes(&mtl__tls, p))) {
+        real.free(p);
+        return;
+    }
+    free_slow(p);
 }
 
 /* realloc and reallocarray: the free of the old block is stamped before
