@@ -206,6 +206,18 @@ HOOK_INLINE int alloc_passes(struct mtl__tls *tls, size_t size)
     return 1;
 }
 
+/* realloc's: as an allocation's, and the old block (if any) surely not
+ * sampled, nor one of the bootstrap arena's. */
+HOOK_INLINE int realloc_passes(struct mtl__tls *tls, void *p, size_t size)
+{
+    if (p && (is_boot(p) || (mtl__pl.opt.sample_rate &&
+                             atomic_load_explicit(mtl__pl.state, memory_order_relaxed) ==
+                                 MTL_RECORDING &&
+                             mtl__sampled_maybe((uint64_t)(uintptr_t)p))))
+        return 0;
+    return alloc_passes(tls, size);
+}
+
 HOOK_INLINE int free_passes(struct mtl__tls *tls, void *p)
 {
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed) ||
@@ -244,7 +256,7 @@ EXPORT void *malloc(size_t size)
     return malloc_slow(size);
 }
 
-EXPORT void *calloc(size_t n, size_t size)
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size)
 {
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
         if (atomic_load(&resolving)) {
@@ -265,6 +277,14 @@ EXPORT void *calloc(size_t n, size_t size)
         note_alloc(tls, p, total);
     tls->in_hook = 0;
     return p;
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (MTL_LIKELY(!__builtin_mul_overflow(n, size, &total) && alloc_passes(&mtl__tls, total)))
+        return real.calloc(n, size);
+    return calloc_slow(n, size);
 }
 
 static __attribute__((noinline)) void free_slow(void *p)
@@ -352,7 +372,7 @@ static void *realloc_boot(void *p, size_t size)
     return q;
 }
 
-EXPORT void *realloc(void *p, size_t size)
+static __attribute__((noinline)) void *realloc_slow(void *p, size_t size)
 {
     if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed))) {
         if (atomic_load(&resolving)) {
@@ -366,6 +386,13 @@ EXPORT void *realloc(void *p, size_t size)
     if (is_boot(p))
         return realloc_boot(p, size);
     return realloc_common(p, size, 1, 0);
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+    if (MTL_LIKELY(realloc_passes(&mtl__tls, p, size)))
+        return real.realloc(p, size);
+    return realloc_slow(p, size);
 }
 
 EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
