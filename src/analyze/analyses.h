@@ -392,6 +392,10 @@ struct mtl_heap_snapshot {
     struct mtl_histogram sizes;/* by size */
     struct mtl_live_block *largest; /* the largest live blocks, largest first */
     size_t nlargest;
+    /* Beside them, what the process says of itself (filled by the caller,
+     * as peek: not the trace's): its RSS, and glibc's malloc's figures. */
+    int have_rss, have_malloc;
+    uint64_t rss, malloc_in_use, malloc_free, malloc_arena, malloc_free_chunks;
 };
 
 /* What is live at the end of the trace (for a dump of a running process:

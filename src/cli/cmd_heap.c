@@ -397,6 +397,20 @@ static int recorded(struct analysis *a, struct heap_cli *h, int pid, const char 
         if (start && now > start && now - start > s.at_us)
             s.at_us = now - start;
         peek_blocks(pid, &s, h->peek);
+        /* Beside the live bytes, what the process and its allocator say. */
+        struct proc_memory m;
+        if (read_proc(pid, &m) == 0) {
+            s.have_rss = 1;
+            s.rss = m.rss;
+            ask_mallinfo(pid, &m);
+        }
+        if (s.have_rss && m.have_mallinfo) {
+            s.have_malloc = 1;
+            s.malloc_in_use = m.mi.uordblks + m.mi.hblkhd;
+            s.malloc_free = m.mi.fordblks;
+            s.malloc_arena = m.mi.arena;
+            s.malloc_free_chunks = m.mi.ordblks;
+        }
         struct mtl_buf b = MTL_BUF_INIT;
         struct mtl_render_options ro = analysis_render_options(a);
         mtl_render_heap(&b, &s, pid, mtl_engine_defs(e)->info.program, &ro);

@@ -119,6 +119,17 @@ void mtl_render_heap(struct mtl_buf *b, const struct mtl_heap_snapshot *h, int p
         mtl_json_kv_number(&j, "live_bytes", h->live_bytes);
         mtl_json_kv_number(&j, "live_blocks", h->live_blocks);
         mtl_json_kv_string(&j, "by", by_name(h->by));
+        if (h->have_rss)
+            mtl_json_kv_uint(&j, "rss_bytes", h->rss);
+        if (h->have_malloc) {
+            mtl_json_key(&j, "malloc");
+            mtl_json_begin_object(&j);
+            mtl_json_kv_uint(&j, "in_use_bytes", h->malloc_in_use);
+            mtl_json_kv_uint(&j, "free_bytes", h->malloc_free);
+            mtl_json_kv_uint(&j, "arena_bytes", h->malloc_arena);
+            mtl_json_kv_uint(&j, "free_chunks", h->malloc_free_chunks);
+            mtl_json_end(&j);
+        }
         json_groups(&j, h);
         json_largest(&j, &tmp, h);
         mtl_json_end(&j);
@@ -127,9 +138,20 @@ void mtl_render_heap(struct mtl_buf *b, const struct mtl_heap_snapshot *h, int p
         return;
     }
     mtl_render_text_head(b, &h->head);
-    mtl_buf_addf(b, "live heap of pid %d (%s), %.3f s into its recording: %s in %.0f blocks\n\n",
+    mtl_buf_addf(b, "live heap of pid %d (%s), %.3f s into its recording: %s in %.0f blocks\n",
                  pid, program, (double)h->at_us / 1e6,
                  mtl_human_bytes(x, sizeof x, h->live_bytes), h->live_blocks);
+    char y[32], z[32];
+    if (h->have_malloc)
+        mtl_buf_addf(b, "glibc's malloc (mallinfo2): %s in use, %s held free in %llu chunks of "
+                        "the %s its arenas hold\n",
+                     mtl_human_bytes(x, sizeof x, (double)h->malloc_in_use),
+                     mtl_human_bytes(y, sizeof y, (double)h->malloc_free),
+                     (unsigned long long)h->malloc_free_chunks,
+                     mtl_human_bytes(z, sizeof z, (double)h->malloc_arena));
+    if (h->have_rss)
+        mtl_buf_addf(b, "resident: %s\n", mtl_human_bytes(x, sizeof x, (double)h->rss));
+    mtl_buf_addc(b, '\n');
     if (h->by == MTL_HEAP_BY_SIZE) {
         mtl_buf_addf(b, "%-24s %12s %14s\n", "SIZE", "BLOCKS", "BYTES");
         for (size_t i = 0; i < h->sizes.n; i++) {

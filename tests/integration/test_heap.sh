@@ -30,6 +30,8 @@ expect_eq "the largest block: its size, site and marker" "1048576 make_big MEMTA
 expect_eq "the peek in hex" "4d 45 4d 54" "$(jq -r '.largest[0].peek_hex[0:11]' h.json)"
 expect_eq "recorded, and at least the 51 blocks" "true true" \
     "$(jq -r '"\(.recorded) \(.live_blocks >= 51)"' h.json)"
+expect_eq "beside the live bytes: RSS and glibc's own in-use figure" "true true" \
+    "$(jq -r '"\(.rss_bytes > 1048576) \(.malloc.in_use_bytes >= .live_bytes)"' h.json)"
 expect_eq "--by size: the 50 small blocks in one bucket" "64 127 50 5000" \
     "$("$M" heap --by size --json "$pid" | jq -r '.rows[] | select(.min == 64) | "\(.min) \(.max) \(.blocks) \(.bytes)"')"
 expect_eq "--by thread: one thread" 1 "$("$M" heap --by thread --json "$pid" | jq '.rows | length')"
