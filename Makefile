@@ -145,6 +145,7 @@ bench:
 	@sh bench/calls.sh
 	@sh bench/gc.sh
 	@sh bench/attach.sh
+	@sh bench/profile.sh
 
 PREFIX ?= /usr/local
 install: all
