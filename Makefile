@@ -146,6 +146,7 @@ bench:
 	@sh bench/gc.sh
 	@sh bench/attach.sh
 	@sh bench/profile.sh
+	@sh bench/streams.sh
 
 PREFIX ?= /usr/local
 install: all
