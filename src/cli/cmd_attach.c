@@ -116,6 +116,23 @@ static int parse(int argc, char **argv, struct attach_opts *o)
     return -1;
 }
 
+/* The state letter of pid's main thread (/proc/PID/stat), or 0. */
+static char process_state(long pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    char state = 0;
+    if (f && fgets(line, sizeof line, f)) {
+        char *p = strrchr(line, ')');
+        if (p && p[1] == ' ')
+            state = p[2];
+    }
+    if (f)
+        fclose(f);
+    return state;
+}
+
 /* Whether pid sees the files we see: the same mount namespace. */
 static int same_mounts(long pid)
 {
@@ -245,6 +262,13 @@ int cmd_attach(int argc, char **argv)
         return 1;
     }
     exe[n] = '\0';
+    /* A stopped process could not answer the stop: it would record on,
+     * unattended, once continued. */
+    if (process_state(o.pid) == 'T') {
+        cli_error("attach: pid %ld is stopped (SIGSTOP or job control): continue it first "
+                  "(kill -CONT %ld)", o.pid, o.pid);
+        return 1;
+    }
     int foreign = !same_mounts(o.pid);
     char answer[PATH_MAX + 2048], err[PATH_MAX + 512];
     if (!foreign &&
@@ -327,6 +351,11 @@ int cmd_attach(int argc, char **argv)
     if (!strcmp(how, "stop")) {
         rc = foreign ? (stop_inside(o.pid, &l) == 0 ? CTL_OK : CTL_FAILED)
                      : ctl_request((int)o.pid, "stop", answer, sizeof answer, err, sizeof err);
+        /* No answer (the process was stopped meanwhile, say): the stop is
+         * called inside it as the start was. */
+        if (rc == CTL_FAILED && !foreign && kill((pid_t)o.pid, 0) == 0 &&
+            stop_inside(o.pid, &l) == 0)
+            rc = CTL_OK;
         if (rc != CTL_OK) {
             if (kill((pid_t)o.pid, 0) < 0 && errno == ESRCH) {
                 how = "the process ended";

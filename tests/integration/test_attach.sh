@@ -111,6 +111,14 @@ if ${CC:-cc} -static -o static_sleep static.c 2>/dev/null; then
         "$(cat err.txt)"
     kill $st
 fi
+sleep 30 &
+stopped=$!
+kill -STOP $stopped
+"$M" attach "$stopped" 2>err.txt && fail "attach to a stopped process succeeded"
+expect_eq "a stopped process" "memtally: attach: pid $stopped is stopped (SIGSTOP or job control): continue it first (kill -CONT $stopped)" \
+    "$(cat err.txt)"
+kill -CONT $stopped
+kill $stopped
 "$M" attach 999999999 2>err.txt && fail "attach to a process that does not exist succeeded"
 expect_eq "no such process" "memtally: attach: no process 999999999" "$(cat err.txt)"
 if command -v setpriv >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
