@@ -116,23 +116,6 @@ static int parse(int argc, char **argv, struct attach_opts *o)
     return -1;
 }
 
-/* The state letter of pid's main thread (/proc/PID/stat), or 0. */
-static char process_state(long pid)
-{
-    char path[64], line[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    char state = 0;
-    if (f && fgets(line, sizeof line, f)) {
-        char *p = strrchr(line, ')');
-        if (p && p[1] == ' ')
-            state = p[2];
-    }
-    if (f)
-        fclose(f);
-    return state;
-}
-
 /* Whether pid sees the files we see: the same mount namespace. */
 static int same_mounts(long pid)
 {
@@ -264,7 +247,7 @@ int cmd_attach(int argc, char **argv)
     exe[n] = '\0';
     /* A stopped process could not answer the stop: it would record on,
      * unattended, once continued. */
-    if (process_state(o.pid) == 'T') {
+    if (inject_task_state((pid_t)o.pid, (pid_t)o.pid) == 'T') {
         cli_error("attach: pid %ld is stopped (SIGSTOP or job control): continue it first "
                   "(kill -CONT %ld)", o.pid, o.pid);
         return 1;

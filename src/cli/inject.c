@@ -45,6 +45,22 @@
 
 #include "cli/cli.h"
 
+char inject_task_state(pid_t pid, pid_t tid)
+{
+    char file[96], line[512];
+    snprintf(file, sizeof file, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    FILE *f = fopen(file, "r");
+    char state = 0;
+    if (f && fgets(line, sizeof line, f)) {
+        char *p = strrchr(line, ')');
+        if (p && p[1] == ' ')
+            state = p[2];
+    }
+    if (f)
+        fclose(f);
+    return state;
+}
+
 #if defined(__x86_64__)
 
 #define SAFE_TRIES 500            /* 1 ms apart: half a second at most */
@@ -156,7 +172,7 @@ static int wait_stop(struct inject *in, int *status)
  * ended (a zombie), else the first live one. */
 static pid_t live_thread(pid_t pid)
 {
-    char dir[64], file[128], line[256];
+    char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
     DIR *d = opendir(dir);
     pid_t best = 0;
@@ -165,17 +181,8 @@ static pid_t live_thread(pid_t pid)
         pid_t tid = (pid_t)atoi(de->d_name);
         if (tid <= 0)
             continue;
-        snprintf(file, sizeof file, "%s/%d/stat", dir, (int)tid);
-        FILE *f = fopen(file, "r");
-        char state = 'Z';
-        if (f && fgets(line, sizeof line, f)) {
-            char *p = strrchr(line, ')');
-            if (p && p[1] == ' ')
-                state = p[2];
-        }
-        if (f)
-            fclose(f);
-        if (state != 'Z' && state != 'X' && (!best || tid == pid))
+        char state = inject_task_state(pid, tid);
+        if (state && state != 'Z' && state != 'X' && (!best || tid == pid))
             best = tid;
     }
     if (d)

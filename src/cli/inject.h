@@ -28,6 +28,9 @@ struct inject {
     char why[512];               /* what went wrong, for "memtally: attach: ..." */
 };
 
+/* The state letter of thread tid of pid (/proc/PID/task/TID/stat: R, S,
+ * T for stopped, Z...), or 0 when it cannot be read. */
+char inject_task_state(pid_t pid, pid_t tid);
 /* Stops a thread of pid clear of the allocator.  0, or -1 with why. */
 int inject_stop(struct inject *in, pid_t pid);
 /* Copies n bytes below the thread's stack: their address, or 0. */

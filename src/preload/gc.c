@@ -267,9 +267,11 @@ ALWAYS_INLINE void after_call(struct mtl__tls *tls, void *p, size_t size)
     int saved = errno;
     tls->in_hook = 1;
     walk_links();
-    uintptr_t base = p && lib.base ? (uintptr_t)lib.base(p) : 0;
-    if (base && (!mtl__pl.opt.sample_rate || mtl__sample_hit(tls, size)) &&
-        mtl__thread_state()) {
+    /* The sample first: GC_base only for a block that is recorded. */
+    uintptr_t base = p && lib.base && (!mtl__pl.opt.sample_rate || mtl__sample_hit(tls, size))
+                         ? (uintptr_t)lib.base(p)
+                         : 0;
+    if (base && mtl__thread_state()) {
         mtl_spin_lock(&gc.lock);
         uint32_t e = add_entry((uint64_t)(uintptr_t)p, base);
         mtl_spin_unlock(&gc.lock);

@@ -361,7 +361,8 @@ static void describe(struct merge *m, size_t k, const char *id0, const char *id)
     snprintf(w->build_id[1], sizeof w->build_id[1], "%s", id ? id : "");
 }
 
-static int check_inputs(struct merge *m, const char *const *paths)
+/* 0 when the inputs can be merged, else the failure (fail) saying why. */
+static int check_inputs_agree(struct merge *m, const char *const *paths)
 {
     const struct mtl_trace_info *a = m->in[0].info;
     char id0[130] = "", id[130] = "";
@@ -433,7 +434,7 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
         }
     }
     if (rc == 0)
-        rc = check_inputs(&m, paths);
+        rc = check_inputs_agree(&m, paths);
     /* The merged trace's header: the first input's, but for what made it,
      * the earliest start and the deepest stacks. */
     uint64_t start = UINT64_MAX;
