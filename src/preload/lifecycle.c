@@ -91,6 +91,12 @@ static void read_options(void)
     o->sample_rate = rate > 0 ? (uint64_t)rate : 0;
     long seed = env_long(MTL_ENV_SEED, 0);
     o->seed = seed > 0 ? (uint64_t)seed : 0;
+    /* Not an option of memtally record's: a knob to rule our walker out
+     * (or check it) when a stack looks wrong.  Read, never removed. */
+    const char *unwind = getenv("MEMTALLY_UNWIND");
+    o->unwinder = !unwind ? MTL_UNWIND_OWN
+                  : !strcmp(unwind, "libunwind") ? MTL_UNWIND_LIBUNWIND
+                  : !strcmp(unwind, "check") ? MTL_UNWIND_CHECK : MTL_UNWIND_OWN;
     mtl__calls_init(mtl__env_get(MTL_ENV_CALLS));
 }
 
@@ -410,6 +416,7 @@ static void finish_at_exit(void *unused)
         free_cxx_pool();
     mtl__tls.in_hook++;
     mtl__calls_flush_all();
+    mtl__stacks_report();
     mtl__writer_finish(MTL_END_EXIT, 0, 10000);
     if (!writer_outside())
         atomic_store(mtl__pl.state, MTL_FINISHED);

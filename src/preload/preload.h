@@ -73,6 +73,7 @@ struct mtl__options {
     uint64_t seed;         /* sampling's random seed (0: from time and tid) */
     int follow_fork, follow_exec;
     int idle;              /* start paused (memtally record --idle) */
+    int unwinder;          /* enum mtl__unwinder (MEMTALLY_UNWIND) */
 };
 
 struct mtl__preload {
@@ -159,6 +160,37 @@ void mtl__events_after_fork_child(void) MTL_HIDDEN;
 void mtl__events_begin_trace(void) MTL_HIDDEN;
 void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child */
 
+/* unwind.c: our own stack walker (x86-64, DWARF CFI rules), which reuses
+ * the frames of the thread's previous walk that still hold.  A walk: frame
+ * k's instruction pointer (a return address for k > 0), stack pointer and
+ * rbp, and where its caller's rbp was read from (0: not saved). */
+#define MTL_UNWIND_CAP (MTL_MAX_DEPTH + 16)
+struct mtl__unwind_walk {
+    uint32_t n;        /* frames */
+    uint32_t complete; /* the walk reached the outermost frame */
+    void *ip[MTL_UNWIND_CAP];
+    uint64_t sp[MTL_UNWIND_CAP], rbp[MTL_UNWIND_CAP], rbp_at[MTL_UNWIND_CAP];
+};
+/* A thread's last walk (walk[cur]) and the one being made, and the
+ * frame rules it used last (a small cache before the shared one). */
+#define MTL_UNWIND_HOT 1024
+struct mtl__unwind_memo {
+    uint64_t owner;    /* the thread whose walk it is (0: none) */
+    uint32_t cur;
+    uint32_t hot_gen;  /* the rule cache's generation that hot is of */
+    uint64_t reused;   /* frames taken from a previous walk, in all */
+    struct { uint64_t pc, rule; } hot[MTL_UNWIND_HOT];
+    struct mtl__unwind_walk walk[2];
+};
+enum mtl__unwinder { MTL_UNWIND_OWN, MTL_UNWIND_LIBUNWIND, MTL_UNWIND_CHECK };
+int mtl__unwind_init(void) MTL_HIDDEN;
+/* Walks the caller's stack into m->walk[m->cur], at most max frames, frame
+ * 0 in mtl__unwind itself: how many, or -1 when a frame has a rule we do
+ * not follow (ask libunwind). */
+int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max) MTL_HIDDEN;
+void mtl__unwind_forget(void) MTL_HIDDEN;   /* code was unloaded */
+void mtl__unwind_atfork(int phase) MTL_HIDDEN;
+
 /* stacks.c: unwinding and interning. */
 int mtl__stacks_init(void) MTL_HIDDEN;
 uint32_t mtl__capture_stack(uint32_t slot, unsigned skip) MTL_HIDDEN;
@@ -166,6 +198,8 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip) MTL_HIDDEN;
 uint32_t mtl__stack_of_address(uint64_t addr) MTL_HIDDEN;
 void mtl__stacks_forget_addresses(void) MTL_HIDDEN; /* after an unload */
 void mtl__stacks_atfork(int phase) MTL_HIDDEN;
+/* MEMTALLY_UNWIND=check: what the check found, on stderr. */
+void mtl__stacks_report(void) MTL_HIDDEN;
 
 /* modules.c: the module map. */
 int mtl__modules_init(void) MTL_HIDDEN;

@@ -1,11 +1,14 @@
 /*
  * stacks.c: capturing the call stack of an allocation and interning it.
  *
- * Unwinding uses libunwind's unw_backtrace, which follows the DWARF CFI
- * (.eh_frame) of every frame, so stacks are right in code built without
- * frame pointers, as every Debian library is.  With the per-thread caching
- * policy it keeps a per-thread cache of frame descriptions, so a warm
- * unwind costs a few nanoseconds per frame.
+ * Unwinding follows the DWARF CFI (.eh_frame) of every frame, so stacks
+ * are right in code built without frame pointers, as every Debian library
+ * is.  Our own walker (unwind.c) goes first: it reuses the frames of the
+ * thread's previous stack that still hold.  Where it cannot follow a
+ * frame (signal frames, CFI by expressions, code without CFI), libunwind's
+ * unw_backtrace walks the stack instead.  MEMTALLY_UNWIND=libunwind makes
+ * libunwind do every walk; MEMTALLY_UNWIND=check makes both walk every
+ * stack and says at exit how many differed (for memtally's tests).
  *
  * Interning.  Stacks are stored as a prefix tree (trie) of frames, rooted
  * at the outermost frame: node = (parent node, address).  A stack's id is
@@ -45,6 +48,7 @@ struct cache_entry {
 struct stack_cache {
     uint32_t gen;
     struct cache_entry e[1u << CACHE_BITS];
+    struct mtl__unwind_memo memo; /* the thread's last walk */
 };
 
 /* The global table: entries are written under st.mu and published by the
@@ -66,6 +70,8 @@ static struct {
     unsigned skip;         /* frames of memtally itself atop every stack */
     /* Each thread state's cache, kept for the next thread that takes it. */
     struct stack_cache *cache[MTL_MAX_STATES];
+    /* MEMTALLY_UNWIND=check: stacks walked by both, and how many differed. */
+    atomic_ulong checked, differed, own_failed;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* The nodes, in the region: parent[id] (node 0 is the root, no frame) and
@@ -169,9 +175,9 @@ int mtl__stacks_init(void)
         return -1;
     atomic_store(&st.table, t);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    /* unw_backtrace's own frame and the hook's are not the program's. */
+    /* mtl__capture_stack's frame and the hook's are not the program's. */
     st.skip = 2;
-    return 0;
+    return mtl__unwind_init();
 }
 
 /* With st.mu held: the child of parent for addr, created if new.  Returns 0
@@ -265,29 +271,45 @@ unwind_with_interpreter(void **out, int depth, unsigned drop)
     return n;
 }
 
-uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
+/* MEMTALLY_UNWIND=check: the walker's stack (less its own frame) against
+ * libunwind's. */
+static void check_walk(void *const *frames, int n, unsigned drop)
 {
     void *buf[MTL_MAX_DEPTH + 8];
-    unsigned drop = st.skip + skip;
-    void *const *frames = buf;
-    int n;
-    if (MTL_UNLIKELY(mtl__tls.iframes)) {
-        n = unwind_with_interpreter(buf, (int)mtl__pl.opt.depth, drop);
-        if (n <= 0)
-            return 0;
-    } else {
-        n = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
-        if (n <= (int)drop)
-            return 0; /* no frame of the program: the empty stack */
-        frames = buf + drop;
-        n -= (int)drop;
+    int m = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
+    atomic_fetch_add(&st.checked, 1);
+    /* Frame 0 is where mtl__capture_stack called each walker. */
+    int same = m == n;
+    for (int i = 1; same && i < n; i++)
+        same = buf[i] == frames[i];
+    if (same)
+        return;
+    if (atomic_fetch_add(&st.differed, 1) < 5) {
+        char line[512];
+        size_t at = mtl__fmt(line, sizeof line, "unwind check: own %d frames, libunwind %d:", n, m);
+        for (int i = 0; i < (n > m ? n : m) && i < 12 && at < sizeof line - 40; i++)
+            at += mtl__fmt(line + at, sizeof line - at, " %p/%p", i < n ? frames[i] : NULL,
+                           i < m ? buf[i] : NULL);
+        mtl__say("%s", line);
     }
+}
 
-    uint64_t h = (uint64_t)n;
-    for (int i = 0; i < n; i++)
-        h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x9e3779b97f4a7c15ull;
-    h = mix(h);
+void mtl__stacks_report(void)
+{
+    if (mtl__pl.opt.unwinder != MTL_UNWIND_CHECK)
+        return;
+    uint64_t reused = 0;
+    for (size_t i = 0; i < MTL_MAX_STATES; i++)
+        if (st.cache[i])
+            reused += st.cache[i]->memo.reused;
+    mtl__say("unwind check: %lu stacks walked by both, %lu differed; %lu left to libunwind; "
+             "%llu frames reused",
+             (unsigned long)atomic_load(&st.checked), (unsigned long)atomic_load(&st.differed),
+             (unsigned long)atomic_load(&st.own_failed), (unsigned long long)reused);
+}
 
+static struct stack_cache *cache_of(uint32_t slot)
+{
     /* Slot 0 is shared by threads past their exit: no cache. */
     struct stack_cache *cache = st.cache[slot];
     if (MTL_UNLIKELY(!cache && slot)) {
@@ -297,9 +319,52 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
     }
     uint32_t gen = atomic_load_explicit(&st.gen, memory_order_acquire);
     if (MTL_UNLIKELY(cache && cache->gen != gen)) {
-        memset(cache, 0, sizeof *cache);
+        /* Addresses may mean other code now: nothing of before holds. */
+        memset(cache->e, 0, sizeof cache->e);
+        cache->memo.owner = 0;
         cache->gen = gen;
     }
+    return cache;
+}
+
+uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
+{
+    void *buf[MTL_MAX_DEPTH + 8];
+    unsigned drop = st.skip + skip;
+    void *const *frames = buf;
+    int n = -1;
+    struct stack_cache *cache = cache_of(slot);
+    if (MTL_UNLIKELY(mtl__tls.iframes)) {
+        n = unwind_with_interpreter(buf, (int)mtl__pl.opt.depth, drop);
+        if (n <= 0)
+            return 0;
+    } else {
+        if (MTL_LIKELY(cache && mtl__pl.opt.unwinder != MTL_UNWIND_LIBUNWIND)) {
+            /* Its frame 0 is mtl__unwind's own, which unw_backtrace's
+             * output does not have. */
+            n = mtl__unwind(&cache->memo, mtl__pl.opt.depth + drop + 1);
+            if (n >= 1) {
+                frames = cache->memo.walk[cache->memo.cur].ip + 1;
+                n--;
+                if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
+                    check_walk(frames, n, drop);
+            } else if (mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) {
+                atomic_fetch_add(&st.own_failed, 1);
+            }
+        }
+        if (n < 0)
+            n = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
+        if (n <= (int)drop)
+            return 0; /* no frame of the program: the empty stack */
+        frames += drop;
+        n -= (int)drop;
+    }
+
+    uint64_t h = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x9e3779b97f4a7c15ull;
+    h = mix(h);
+
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     struct cache_entry *e = cache ? &cache->e[h & ((1u << CACHE_BITS) - 1)] : NULL;
     if (e && e->hash == h && e->leaf == leaf && e->depth == (uint32_t)n && e->id)
@@ -336,10 +401,12 @@ void mtl__stacks_forget_addresses(void)
     }
     atomic_fetch_add(&st.gen, 1);
     pthread_mutex_unlock(&st.mu);
+    mtl__unwind_forget();
 }
 
 void mtl__stacks_atfork(int phase)
 {
+    mtl__unwind_atfork(phase);
     if (phase == 0)
         pthread_mutex_lock(&st.mu);
     else if (phase == 1)

@@ -1,0 +1,55 @@
+#!/bin/sh
+# memtally's own stack walker (src/preload/unwind.c) against libunwind:
+# MEMTALLY_UNWIND=check walks every stack with both and says at exit how
+# many differed.  Zero on tests/programs/unwind_shapes.c (recursion, rbp
+# frames, alloca, one call site into frames of other sizes, a realigned
+# stack, signal handlers on both stacks, longjmp, two threads), built -O2
+# and -O0, and on programs we did not write.  Frames it cannot follow
+# (signal frames, CFI by expression) go to libunwind: counted, never wrong.
+# The default mode's report is the same as libunwind's.
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+M=$MEMTALLY_BIN
+
+cc -O2 -g -pthread -o shapes "$MEMTALLY_ROOT/tests/programs/unwind_shapes.c" ||
+    fail "cannot build unwind_shapes"
+
+# check_walks NAME PROGRAM...: records it in check mode; its stdout must be
+# the same as alone, and no stack may differ.  Sets walked, left, reused.
+check_walks() {
+    name=$1; shift
+    "$@" >alone.out 2>/dev/null || fail "$name fails even alone"
+    MEMTALLY_UNWIND=check "$M" record -q -o check.mtly -- "$@" >rec.out 2>rec.err ||
+        fail "$name under record failed: $(cat rec.err)"
+    cmp -s alone.out rec.out || fail "$name printed something else when recorded"
+    line=$(grep "unwind check:" rec.err) || fail "$name: no check line in: $(cat rec.err)"
+    echo "$name: $line"
+    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames.*/\1 \2 \3 \4/')
+    walked=$1 left=$3 reused=$4
+    expect_eq "$name: stacks that differed" 0 "$2"
+    [ "$walked" -gt 0 ] || fail "$name: no stack walked by both"
+}
+
+check_walks "shapes -O2" ./shapes
+[ "$left" -gt 0 ] || fail "signal frames and the realigned stack should be left to libunwind"
+[ "$reused" -gt 0 ] || fail "no frame was reused from a previous walk"
+check_walks "shapes -O0" "$TEST_PROGRAMS/unwind_shapes"
+
+# The default mode gives the stacks libunwind gives: every stack with its
+# bytes, as folded stacks (the program allocates the same each run).
+folded() {
+    "$M" export "$1" --format folded -o "$1.folded" || fail "export of $1 failed"
+    sort "$1.folded"
+}
+record own.mtly ./shapes >/dev/null || fail "record failed"
+MEMTALLY_UNWIND=libunwind "$M" record -q -o lib.mtly -- ./shapes >/dev/null || fail "record failed"
+folded own.mtly > own.txt && folded lib.mtly > lib.txt
+[ "$(grep -c ';right;right;left;take ' own.txt)" -gt 0 ] || fail "no recursive stack in: $(head own.txt)"
+cmp -s own.txt lib.txt || fail "the stacks differ between the walkers: $(diff own.txt lib.txt | head -5)"
+echo "ok: the same $(wc -l < own.txt) stacks and bytes as libunwind's"
+
+# Programs we did not write.
+check_walks python3 /usr/bin/python3 -c 'import json; print(len(json.dumps([{"k": i} for i in range(3000)])))'
+if command -v sqlite3 >/dev/null; then
+    check_walks sqlite3 sqlite3 :memory: "create table t(a, b); insert into t select value, hex(value) from generate_series(1, 3000); create index i on t(b); select count(*) from t where b like '%A%';"
+fi
+check_walks perl /usr/bin/perl -e 'my %h; $h{$_} = "x" x ($_ % 50) for 1 .. 3000; print scalar(keys %h), "\n"'
