@@ -179,6 +179,7 @@ struct mtl__unwind_memo {
     uint32_t cur;
     uint32_t hot_gen;  /* the rule cache's generation that hot is of */
     uint64_t reused;   /* frames taken from a previous walk, in all */
+    uint64_t stepped;  /* frames walked from their rules, in all */
     struct { uint64_t pc, rule; } hot[MTL_UNWIND_HOT];
     struct mtl__unwind_walk walk[2];
 };

@@ -298,14 +298,17 @@ void mtl__stacks_report(void)
 {
     if (mtl__pl.opt.unwinder != MTL_UNWIND_CHECK)
         return;
-    uint64_t reused = 0;
+    uint64_t reused = 0, stepped = 0;
     for (size_t i = 0; i < MTL_MAX_STATES; i++)
-        if (st.cache[i])
+        if (st.cache[i]) {
             reused += st.cache[i]->memo.reused;
+            stepped += st.cache[i]->memo.stepped;
+        }
     mtl__say("unwind check: %lu stacks walked by both, %lu differed; %lu left to libunwind; "
-             "%llu frames reused",
+             "%llu frames reused, %llu stepped",
              (unsigned long)atomic_load(&st.checked), (unsigned long)atomic_load(&st.differed),
-             (unsigned long)atomic_load(&st.own_failed), (unsigned long long)reused);
+             (unsigned long)atomic_load(&st.own_failed), (unsigned long long)reused,
+             (unsigned long long)stepped);
 }
 
 static struct stack_cache *cache_of(uint32_t slot)

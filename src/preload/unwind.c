@@ -24,7 +24,9 @@
  * frame, its state and where it read.  When this walk reaches a state
  * equal to a kept one, the kept frames beyond it are this walk's too if
  * every word they were read from still holds the value read: checked one
- * load per word, outward, before anything is reused.  Addresses only ever
+ * load per word, outward, before anything is reused.  (A frame's rbp need
+ * not be equal when its rule neither bases the CFA on rbp nor passes rbp
+ * on: see rbp_unused.)  Addresses only ever
  * mean the same code between dlopen and dlclose: an unload empties the
  * rule cache (mtl__unwind_forget).
  *
@@ -593,6 +595,17 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
     return 1;
 }
 
+/* Whether frame k's rbp plays no part in the walk beyond it: its CFA is
+ * not rbp-based and it saved its caller's rbp (read back from the stack).
+ * Then an rbp that changed since the kept walk (a callee-saved register
+ * the function keeps a loop variable in) does not stop the reuse. */
+static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w, uint32_t k)
+{
+    uint64_t ip = (uint64_t)(uintptr_t)w->ip[k];
+    uint64_t rule = rule_at(m, k ? ip - 1 : ip);
+    return (rule & (RULE_OK | RULE_END | RULE_CFA_RBP | RULE_RBP_SAVED)) == (RULE_OK | RULE_RBP_SAVED);
+}
+
 /* Whether the kept frames from j outward still hold: every word their
  * walk read has the value it read. */
 static inline int still_holds(const struct mtl__unwind_walk *w, uint32_t j)
@@ -643,13 +656,15 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
             while (j < old->n && old->sp[j] < w->sp[k])
                 j++;
             if (j < old->n && old->sp[j] == w->sp[k] && old->ip[j] == w->ip[k] &&
-                old->rbp[j] == w->rbp[k]) {
+                (old->rbp[j] == w->rbp[k] || rbp_unused(m, w, k))) {
                 reuse = 0;
                 if (still_holds(old, j)) {
                     uint32_t n = old->n - j;
                     if (k + n > max)
                         n = max - k;
+                    uint64_t rbp_here = w->rbp[k];
                     copy_frames(w, k, old, j, n);
+                    w->rbp[k] = rbp_here;
                     m->reused += n;
                     k += n - 1;
                     if (old->complete && j + n == old->n) {
@@ -665,6 +680,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
         if (k + 1 >= max)
             break;
         int r = step(m, w, k);
+        m->stepped++;
         if (r < 0) {
             m->owner = 0;
             return -1;
