@@ -37,12 +37,14 @@ CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(REN
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
 # The symbolizer reads ELF and DWARF with libdw and demangles with
-# libstdc++'s __cxa_demangle; it loads libdebuginfod itself when needed.
-READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -lstdc++ -lm -pthread
-# The viewer serves HTTP with libmicrohttpd; pprof export packs its
-# protobuf with protobuf-c (sources made by protoc-c) and gzips with zlib;
-# sqlite export writes with libsqlite3.
-CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libmicrohttpd libprotobuf-c zlib sqlite3 2>/dev/null || echo -lmicrohttpd -lprotobuf-c -lz -lsqlite3)
+# libstdc++'s __cxa_demangle (loaded at the first mangled name); it loads
+# libdebuginfod itself when needed.
+READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzstd -ldw -lelf) -ldl -lm -pthread
+# The viewer serves HTTP with libmicrohttpd, loaded with dlopen when it
+# starts (src/view/mhd.h: linked, it slows every command's start); pprof
+# export packs its protobuf with protobuf-c (sources made by protoc-c) and
+# gzips with zlib; sqlite export writes with libsqlite3.
+CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libprotobuf-c zlib sqlite3 2>/dev/null || echo -lprotobuf-c -lz -lsqlite3)
 CPPFLAGS += -I$(B)/gen
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples

@@ -5,14 +5,30 @@
  * the identifiers ($LT$ for '<', .. for ::).  Rust's newer v0 mangling
  * ("_R...") is not decoded (the name shows as mangled).
  */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "symbols/internal.h"
 
-/* In libstdc++; declared here so that this file stays C. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
-                            int *status);
+/* libstdc++'s demangler, loaded at the first mangled name rather than
+ * linked: loading libstdc++ costs every memtally command half a
+ * millisecond at start, `memtally record` included, which never
+ * demangles.  NULL when libstdc++ is not there: names stay mangled. */
+typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void load_cxa_demangle(void)
+{
+    void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!f) {
+        void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        f = lib ? dlsym(lib, "__cxa_demangle") : NULL;
+    }
+    cxa_demangle = (cxa_demangle_fn)f;
+}
 
 static int is_hex(const char *p, size_t n)
 {
@@ -130,7 +146,8 @@ char *mtl_demangle(const char *name)
                memcmp(name + len - 20, "17h", 3) == 0 &&
                is_hex(name + len - 17, 16);
     int status = -1;
-    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    pthread_once(&cxa_once, load_cxa_demangle);
+    char *d = cxa_demangle ? cxa_demangle(name, NULL, NULL, &status) : NULL;
     free(copy);
     if (status != 0 || !d) {
         free(d);

@@ -5,7 +5,6 @@
 #include "view/server.h"
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,10 @@
 
 #include "common/buf.h"
 #include "view/api.h"
+#include "view/mhd.h"
+
+/* libmicrohttpd, loaded by the first mtl_view_serve. */
+static const struct mtl_mhd *mhd;
 
 struct mtl_view_server {
     struct MHD_Daemon *d;
@@ -45,20 +48,20 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
                                const void *data, size_t len, int cache)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
+        mhd->create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "Cache-Control", cache ? "max-age=60" : "no-store");
+    mhd->add_response_header(r, "Content-Type", type);
+    mhd->add_response_header(r, "X-Content-Type-Options", "nosniff");
+    mhd->add_response_header(r, "Cache-Control", cache ? "max-age=60" : "no-store");
     /* The page runs its own inline script and talks to this server only. */
-    MHD_add_response_header(r, "Content-Security-Policy",
+    mhd->add_response_header(r, "Content-Security-Policy",
                             "default-src 'none'; script-src 'unsafe-inline'; "
                             "style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "GET, HEAD");
-    enum MHD_Result ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+        mhd->add_response_header(r, "Allow", "GET, HEAD");
+    enum MHD_Result ok = mhd->queue_response(c, status, r);
+    mhd->destroy_response(r);
     return ok;
 }
 
@@ -74,7 +77,7 @@ static enum MHD_Result error(struct MHD_Connection *c, unsigned status, const ch
  * 127.0.0.1 sends its own name. */
 static int loopback_host(struct MHD_Connection *c)
 {
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    const char *h = mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Host");
     if (!h)
         return 1;
     static const char *const names[] = { "127.0.0.1", "localhost", "[::1]" };
@@ -110,7 +113,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (strncmp(url, "/api/", 5) != 0)
             return error(c, MHD_HTTP_NOT_FOUND, "no such page");
         struct args a = { .n = 0 };
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect, &a);
+        mhd->get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect, &a);
         if (a.n > MTL_VIEW_MAX_ARGS)
             return error(c, MHD_HTTP_BAD_REQUEST, "too many arguments");
         for (size_t i = 0; i < a.n; i++)
@@ -150,6 +153,9 @@ int mtl_view_serve(struct mtl_view_server **out, struct mtl_engine *e, const cha
         snprintf(err, err_cap, "--port %u: not a port", port);
         return -1;
     }
+    mhd = mtl_mhd_load(err, err_cap);
+    if (!mhd)
+        return -1;
     struct mtl_view_server *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, err_cap, "out of memory");
@@ -160,7 +166,7 @@ int mtl_view_serve(struct mtl_view_server **out, struct mtl_engine *e, const cha
                        : (ntohl(v4.sin_addr.s_addr) >> 24) == 127;
     /* One thread for every connection: requests are answered one at a
      * time, which the engine needs. */
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | (ipv6 ? MHD_USE_IPv6 : 0),
+    s->d = mhd->start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | (ipv6 ? MHD_USE_IPv6 : 0),
                             (uint16_t)port, NULL, NULL, handle, s,
                             MHD_OPTION_SOCK_ADDR, sa,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
@@ -173,7 +179,7 @@ int mtl_view_serve(struct mtl_view_server **out, struct mtl_engine *e, const cha
         free(s);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = mhd->get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
     snprintf(url, url_cap, ipv6 ? "http://[%s]:%u/" : "http://%s:%u/", host, s->port);
     *out = s;
@@ -184,6 +190,6 @@ void mtl_view_stop(struct mtl_view_server *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->d);
+    mhd->stop_daemon(s->d);
     free(s);
 }
