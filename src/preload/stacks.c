@@ -31,6 +31,7 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <link.h>
 #include <string.h>
 
 #include "common/varint.h"
@@ -68,6 +69,7 @@ static struct {
     atomic_uint gen;       /* bumped when addresses may mean other code */
     _Atomic(struct stack_table *) table;
     unsigned skip;         /* frames of memtally itself atop every stack */
+    uint64_t self_lo, self_hi; /* libmemtally.so's code */
     /* Each thread state's cache, kept for the next thread that takes it. */
     struct stack_cache *cache[MTL_MAX_STATES];
     /* MEMTALLY_UNWIND=check: stacks walked by both, and how many differed. */
@@ -168,6 +170,31 @@ static void table_add(uint64_t h, uint64_t leaf, uint32_t depth, uint32_t id)
     table_put_locked(t, h, leaf, depth, id);
 }
 
+static int find_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    uint64_t here = (uint64_t)(uintptr_t)&mtl__capture_stack;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && here >= lo && here < lo + ph->p_memsz) {
+            st.self_lo = lo;
+            st.self_hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Where our own code is: frames in it left atop a stack after the
+ * counted ones (a hook that the compiler made a tail call or not) are
+ * dropped too. */
+static void find_self(void)
+{
+    dl_iterate_phdr(find_self_cb, NULL);
+}
+
 int mtl__stacks_init(void)
 {
     struct stack_table *t = new_table(1u << 14);
@@ -177,6 +204,7 @@ int mtl__stacks_init(void)
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     /* mtl__capture_stack's frame and the hook's are not the program's. */
     st.skip = 2;
+    find_self();
     return mtl__unwind_init();
 }
 
@@ -361,6 +389,10 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
             return 0; /* no frame of the program: the empty stack */
         frames += drop;
         n -= (int)drop;
+        while (n > 1 && (uint64_t)(uintptr_t)frames[0] - st.self_lo < st.self_hi - st.self_lo) {
+            frames++;
+            n--;
+        }
     }
 
     uint64_t h = (uint64_t)n;
