@@ -146,6 +146,7 @@ void mtl__init(void)
             close((int)fd);
         goto out;
     }
+    mtl__clock_init();
     mtl__set_start(mtl__monotonic_ns());
     mtl__pl.pid = getpid();
     from_record = mtl__env_find();
@@ -213,6 +214,7 @@ static void atfork_child(void)
      * of its own (recording or not, it must not touch the parent's). */
     int on_shared = mtl__pl.region == mtl__pl.shared;
     mtl__gc_atfork(2);
+    mtl__clock_atfork_child();
     if (on_shared && mtl__events_go_private() < 0) {
         atomic_store(&early_state, MTL_OFF); /* not the parent's word */
         mtl__pl.state = &early_state;

@@ -103,6 +103,11 @@ void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
     __attribute__((format(printf, 3, 4)));
 int mtl__gettid(void) MTL_HIDDEN;
+/* clock.c: CLOCK_MONOTONIC in ns, read through the TSC where it can be;
+ * its set-up at start, and a forked child's. */
+uint64_t mtl__clock_ns(void) MTL_HIDDEN;
+void mtl__clock_init(void) MTL_HIDDEN;
+void mtl__clock_atfork_child(void) MTL_HIDDEN;
 
 /* events.c: per-thread states, appending. */
 /* Events go to region r from now on (its states laid out anew). */
