@@ -84,7 +84,7 @@ command -v jq >/dev/null 2>&1 && have_jq=1
 # ---------------------------------------------------------------- inputs
 
 mkdir -p "$B" "$OUT" || exit 1
-rm -f "$OUT"/*
+rm -rf "$OUT"/*
 # memtally info counts each trace; should it keep an index of the trace (in
 # MEMTALLY_INDEX_DIR, else the user's cache), that goes here, not into the
 # user's cache, as the traces are deleted once counted.
