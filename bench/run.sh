@@ -4,29 +4,34 @@
 # repetitions, plus the size of each tool's trace per recorded event.
 # See bench/README.md.
 #
-#   sh bench/run.sh [-r N] [-w NAME] [-q]
+#   sh bench/run.sh [-r N] [-w NAME] [-q | -f]
 #     -r N     repetitions per tool and workload (default 5; the median is shown)
 #     -w NAME  run only this workload (true storm1 storm2 sqlite python gcc cc1
 #              bintree perl gitlog)
 #     -q       quick smoke test: 1 repetition, small sizes
+#     -f       full sizes: the inputs the peers were measured on (storm
+#              6,000,000 operations a thread, sqlite3 200,000 rows, python3
+#              100 rounds, 150 C functions), with -r 3 or fewer
 #
 # Environment: CC (compiler for the workloads, default cc), MEMTALLY_BIN (the
 # memtally binary, default build/memtally), HEAPTRACK (default heaptrack).
 set -u
 
 usage() {
-    sed -n '7,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '7,14p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 reps=5
 reps_set=0
 only=""
 quick=0
-while getopts r:w:qh opt; do
+full=0
+while getopts r:w:qfh opt; do
     case $opt in
     r) reps=$OPTARG; reps_set=1 ;;
     w) only=$OPTARG ;;
     q) quick=1 ;;
+    f) full=1 ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -60,6 +65,9 @@ HEAPTRACK=${HEAPTRACK:-heaptrack}
 if [ "$quick" = 1 ]; then
     STORM_OPS=100000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
     BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
+elif [ "$full" = 1 ]; then
+    STORM_OPS=6000000 SQL_ROWS=200000 PY_ROUNDS=100 C_FUNCS=150
+    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
 else
     STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
     BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
