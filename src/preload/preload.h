@@ -173,6 +173,7 @@ void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child
 struct mtl__unwind_walk {
     uint32_t n;        /* frames */
     uint32_t complete; /* the walk reached the outermost frame */
+    uint64_t end_at;   /* complete: where it read a return address of 0 (0: none) */
     void *ip[MTL_UNWIND_CAP];
     uint64_t sp[MTL_UNWIND_CAP], rbp[MTL_UNWIND_CAP], rbp_at[MTL_UNWIND_CAP];
 };

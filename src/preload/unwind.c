@@ -581,8 +581,10 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
     if (MTL_UNLIKELY(cfa <= w->sp[k] || (cfa & 7)))
         return -1;
     uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8);
-    if (ra == 0)
+    if (ra == 0) {
+        w->end_at = cfa - 8;
         return 0;
+    }
     uint64_t rbp = w->rbp[k], at = 0;
     if (rule & RULE_RBP_SAVED) {
         at = cfa + (uint64_t)(int64_t)RULE_RBP_OFF(rule);
@@ -616,7 +618,8 @@ static inline int still_holds(const struct mtl__unwind_walk *w, uint32_t j)
         if (w->rbp_at[i] && *(const uint64_t *)(uintptr_t)w->rbp_at[i] != w->rbp[i + 1])
             return 0;
     }
-    return 1;
+    /* And the 0 that ended it, if that is how it ended. */
+    return !w->complete || !w->end_at || *(const uint64_t *)(uintptr_t)w->end_at == 0;
 }
 
 static void copy_frames(struct mtl__unwind_walk *to, uint32_t k, const struct mtl__unwind_walk *from,
@@ -651,6 +654,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     w->sp[0] = sp;
     w->rbp[0] = rbp;
     w->complete = 0;
+    w->end_at = 0;
     for (;;) {
         if (reuse) {
             while (j < old->n && old->sp[j] < w->sp[k])
@@ -669,6 +673,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
                     k += n - 1;
                     if (old->complete && j + n == old->n) {
                         w->complete = 1;
+                        w->end_at = old->end_at;
                         break;
                     }
                     if (k + 1 >= max)
