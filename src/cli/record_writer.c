@@ -196,7 +196,7 @@ static void answer_request(struct record_writer *rw)
     else
         rc = -EINVAL;
     r->ack_rc = rc;
-    atomic_store(&r->ack_seq, seq);
+    mtl_region_answer(r, seq);
 }
 
 /* Whether pid still maps the region (an exec unmaps everything). */

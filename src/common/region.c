@@ -350,3 +350,15 @@ void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms)
     struct timespec t = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
     syscall(SYS_futex, &r->wake, FUTEX_WAIT, seen, &t, NULL, 0);
 }
+
+void mtl_region_answer(struct mtl_region *r, uint32_t seq)
+{
+    atomic_store(&r->ack_seq, seq);
+    syscall(SYS_futex, &r->ack_seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+void mtl_region_wait_answer(struct mtl_region *r, uint32_t seen, unsigned timeout_ms)
+{
+    struct timespec t = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+    syscall(SYS_futex, &r->ack_seq, FUTEX_WAIT, seen, &t, NULL, 0);
+}

@@ -309,5 +309,10 @@ int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spi
 void mtl_region_wake(struct mtl_region *r);
 /* The writer: sleeps until woken or timeout_ms passed. */
 void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms);
+/* memtally record's answer to request seq (ack_seq): published, and the
+ * program waiting for it woken at once (not at its next 1 ms poll). */
+void mtl_region_answer(struct mtl_region *r, uint32_t seq);
+/* The program: waits up to timeout_ms for ack_seq to leave seen. */
+void mtl_region_wait_answer(struct mtl_region *r, uint32_t seen, unsigned timeout_ms);
 
 #endif

@@ -107,12 +107,12 @@ static int ask(int kind, const char *path, int clobber)
     atomic_store(&R->req_seq, seq);
     mtl_region_wake(R);
     for (unsigned ms = 0; ms < ANSWER_WAIT_MS; ms++) {
-        if (atomic_load(&R->ack_seq) == seq)
+        uint32_t ack = atomic_load(&R->ack_seq);
+        if (ack == seq)
             return R->ack_rc;
         if (atomic_load(&R->gone))
             break;
-        struct timespec one = { 0, 1000000 };
-        nanosleep(&one, NULL);
+        mtl_region_wait_answer(R, ack, 1); /* woken by the answer */
     }
     atomic_store(&R->gone, 1); /* never wait for it again */
     return -EPIPE;
