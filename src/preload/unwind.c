@@ -649,19 +649,23 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
         m->hot_gen = gen;
     }
     int reuse = m->owner == owner && old->n;
-    uint32_t j = 0, k = 0;
+    uint32_t j = 0, k = 0, stepped = 0;
+    /* The kept frame to match next, by stack pointer: no frame below it
+     * can match, so most frames cost one compare here. */
+    uint64_t next_sp = reuse ? old->sp[0] : UINT64_MAX;
     w->ip[0] = (void *)(uintptr_t)ip;
     w->sp[0] = sp;
     w->rbp[0] = rbp;
     w->complete = 0;
     w->end_at = 0;
     for (;;) {
-        if (reuse) {
+        if (w->sp[k] >= next_sp) {
             while (j < old->n && old->sp[j] < w->sp[k])
                 j++;
+            next_sp = j < old->n ? old->sp[j] : UINT64_MAX;
             if (j < old->n && old->sp[j] == w->sp[k] && old->ip[j] == w->ip[k] &&
                 (old->rbp[j] == w->rbp[k] || rbp_unused(m, w, k))) {
-                reuse = 0;
+                next_sp = UINT64_MAX; /* one try: what follows is checked now */
                 if (still_holds(old, j)) {
                     uint32_t n = old->n - j;
                     if (k + n > max)
@@ -685,8 +689,9 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
         if (k + 1 >= max)
             break;
         int r = step(m, w, k);
-        m->stepped++;
+        stepped++;
         if (r < 0) {
+            m->stepped += stepped;
             m->owner = 0;
             return -1;
         }
@@ -696,6 +701,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
         }
         k++;
     }
+    m->stepped += stepped;
     w->n = k + 1;
     m->cur ^= 1;
     m->owner = owner;
