@@ -149,6 +149,7 @@ bench:
 	@sh bench/attach.sh
 	@sh bench/profile.sh
 	@sh bench/streams.sh
+	@sh bench/memory.sh
 
 PREFIX ?= /usr/local
 install: all
