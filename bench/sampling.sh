@@ -17,15 +17,19 @@
 # or the script says so; the files are deleted after each run.
 # A peer that is not installed shows n/a.  JEMALLOC_LIB and TCMALLOC_LIB
 # name the libraries if the compiler cannot find them.
-#   sh bench/sampling.sh [-r N] [-q] [-H]    (-q: 1 repetition, small sizes)
+#   sh bench/sampling.sh [-r N] [-q] [-H] [-w LIST]
+#     (-q: 1 repetition, small sizes; -w: these workloads, default all eight:
+#     storm1 storm2 sqlite python cc1 bintree perl gitlog)
 # Target (docs/PERFORMANCE.md): sampled mode within 3% of the program alone.
 reps=5 quick=0 heapprof=0
+list="storm1 storm2 sqlite python cc1 bintree perl gitlog"
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=$2; shift 2 ;;
+    -w) list=$2; shift 2 ;;
     -q) quick=1 reps=1; shift ;;
     -H) heapprof=1; shift ;;
-    *) echo "usage: sh bench/sampling.sh [-r N] [-q] [-H]" >&2; exit 2 ;;
+    *) echo "usage: sh bench/sampling.sh [-r N] [-q] [-H] [-w LIST]" >&2; exit 2 ;;
     esac
 done
 cd "$(dirname "$0")/.." || exit 1
@@ -38,8 +42,10 @@ CXX=${CXX:-g++}
 MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
 if [ "$quick" = 1 ]; then
     STORM_OPS=100000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
+    BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
 else
     STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
+    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
 fi
 [ -x "$MEMTALLY_BIN" ] || { echo "bench: $MEMTALLY_BIN not found (run make)" >&2; exit 1; }
 mkdir -p "$B" "$OUT" "$PROF" || exit 1
@@ -160,7 +166,7 @@ STORM_OPS=$STORM_SAVE
 
 nofile=0
 : > "$OUT/medians"
-for w in storm1 storm2 sqlite python cc1; do
+for w in $list; do
     echo "bench: $w ($reps run(s) of:$modes)" >&2
     for m in base sample full je jeprof tc tcsample tcheap; do : > "$OUT/t.$m"; done
     for i in $(seq "$reps"); do
