@@ -176,7 +176,19 @@ struct mtl__unwind_walk {
     uint64_t end_at;   /* complete: where it read a return address of 0 (0: none) */
     void *ip[MTL_UNWIND_CAP];
     uint64_t sp[MTL_UNWIND_CAP], rbp[MTL_UNWIND_CAP], rbp_at[MTL_UNWIND_CAP];
+    /* hs[k]: the hash of frames k to the walk's end (mtl__stack_hash_step),
+     * so that a stack's hash costs only the frames not reused. */
+    uint64_t hs[MTL_UNWIND_CAP];
 };
+
+/* A stack's hash, built from its outermost frame in: seed, then a step a
+ * frame.  The same whichever walker found the frames. */
+#define MTL_STACK_HASH_SEED 0x9e3779b97f4a7c15ull
+static inline uint64_t mtl__stack_hash_step(uint64_t outer, uint64_t ip)
+{
+    uint64_t h = (outer ^ ip) * 0x9e3779b97f4a7c15ull;
+    return h << 31 | h >> 33;
+}
 /* A thread's last walk (walk[cur]) and the one being made, and the
  * frame rules it used last (a small cache before the shared one). */
 #define MTL_UNWIND_HOT 1024

@@ -356,6 +356,15 @@ void mtl__stacks_report(void)
              (unsigned long long)stepped);
 }
 
+/* A stack's hash, from its outermost frame in (as unwind.c keeps it). */
+static uint64_t hash_of(void *const *frames, int n)
+{
+    uint64_t h = MTL_STACK_HASH_SEED;
+    for (int i = n - 1; i >= 0; i--)
+        h = mtl__stack_hash_step(h, (uint64_t)(uintptr_t)frames[i]);
+    return h;
+}
+
 static struct stack_cache *cache_of(uint32_t slot)
 {
     /* Slot 0 is shared by threads past their exit: no cache. */
@@ -380,6 +389,7 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
     void *buf[MTL_MAX_DEPTH + 8];
     unsigned drop = st.skip + skip;
     void *const *frames = buf;
+    const struct mtl__unwind_walk *walk = NULL; /* when our walker found them */
     int n = -1;
     struct stack_cache *cache = cache_of(slot);
     if (MTL_UNLIKELY(mtl__tls.iframes)) {
@@ -392,7 +402,8 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
              * output does not have. */
             n = mtl__unwind(&cache->memo, mtl__pl.opt.depth + drop + 1);
             if (n >= 1) {
-                frames = cache->memo.walk[cache->memo.cur].ip + 1;
+                walk = &cache->memo.walk[cache->memo.cur];
+                frames = walk->ip + 1;
                 n--;
                 if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
                     check_walk(frames, n, drop);
@@ -412,10 +423,18 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
         }
     }
 
-    uint64_t h = (uint64_t)n;
-    for (int i = 0; i < n; i++)
-        h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0x9e3779b97f4a7c15ull;
-    h = mix(h);
+    /* From the outermost frame in; our walker has it made for its frames
+     * (only the frames it did not reuse cost anything). */
+    uint64_t h;
+    if (walk) {
+        h = walk->hs[frames - walk->ip];
+        if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) &&
+            h != hash_of(frames, n) && atomic_fetch_add(&st.differed, 1) < 5)
+            mtl__say("unwind check: a reused walk's hash differs from its frames'");
+    } else {
+        h = hash_of(frames, n);
+    }
+    h = mix(h ^ (uint64_t)n);
 
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     struct cache_entry *e = cache ? &cache->e[h & ((1u << CACHE_BITS) - 1)] : NULL;

@@ -629,6 +629,16 @@ static void copy_frames(struct mtl__unwind_walk *to, uint32_t k, const struct mt
     memcpy(&to->sp[k], &from->sp[j], n * sizeof to->sp[0]);
     memcpy(&to->rbp[k], &from->rbp[j], n * sizeof to->rbp[0]);
     memcpy(&to->rbp_at[k], &from->rbp_at[j], n * sizeof to->rbp_at[0]);
+    memcpy(&to->hs[k], &from->hs[j], n * sizeof to->hs[0]);
+}
+
+/* The suffix hashes of w's frames below from (those at and beyond it are
+ * right already: a kept walk's whole tail, copied). */
+static void hash_frames(struct mtl__unwind_walk *w, uint32_t from)
+{
+    uint64_t h = from < w->n ? w->hs[from] : MTL_STACK_HASH_SEED;
+    for (uint32_t i = from < w->n ? from : w->n; i-- > 0;)
+        w->hs[i] = h = mtl__stack_hash_step(h, (uint64_t)(uintptr_t)w->ip[i]);
 }
 
 __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max)
@@ -650,6 +660,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     }
     int reuse = m->owner == owner && old->n;
     uint32_t j = 0, k = 0, stepped = 0;
+    uint32_t hashed = UINT32_MAX; /* hs[] is right from this frame on */
     /* The kept frame to match next, by stack pointer: no frame below it
      * can match, so most frames cost one compare here. */
     uint64_t next_sp = reuse ? old->sp[0] : UINT64_MAX;
@@ -674,6 +685,9 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
                     copy_frames(w, k, old, j, n);
                     w->rbp[k] = rbp_here;
                     m->reused += n;
+                    /* Its suffix hashes hold if this walk ends where it did. */
+                    if (j + n == old->n)
+                        hashed = k;
                     k += n - 1;
                     if (old->complete && j + n == old->n) {
                         w->complete = 1;
@@ -683,6 +697,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
                     if (k + 1 >= max)
                         break;
                     /* The kept walk stopped at its limit: on from its end. */
+                    hashed = UINT32_MAX;
                 }
             }
         }
@@ -703,6 +718,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     }
     m->stepped += stepped;
     w->n = k + 1;
+    hash_frames(w, hashed < w->n ? hashed : w->n);
     m->cur ^= 1;
     m->owner = owner;
     return (int)w->n;

@@ -14,16 +14,17 @@ cc -O2 -g -pthread -o shapes "$MEMTALLY_ROOT/tests/programs/unwind_shapes.c" ||
     fail "cannot build unwind_shapes"
 
 # check_walks NAME PROGRAM...: records it in check mode; its stdout must be
-# the same as alone, and no stack may differ.  Sets walked, left, reused.
+# the same as alone, and no stack may differ (nor its hash, kept by the
+# walker).  Sets walked, left, reused.  $DEPTH: record's --depth.
 check_walks() {
     name=$1; shift
     "$@" >alone.out 2>/dev/null || fail "$name fails even alone"
-    MEMTALLY_UNWIND=check "$M" record -q -o check.mtly -- "$@" >rec.out 2>rec.err ||
+    MEMTALLY_UNWIND=check "$M" record -q --depth "${DEPTH:-64}" -o check.mtly -- "$@" >rec.out 2>rec.err ||
         fail "$name under record failed: $(cat rec.err)"
     cmp -s alone.out rec.out || fail "$name printed something else when recorded"
-    line=$(grep "unwind check:" rec.err) || fail "$name: no check line in: $(cat rec.err)"
+    line=$(grep "stacks walked by both" rec.err) || fail "$name: no check line in: $(cat rec.err)"
     echo "$name: $line"
-    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames.*/\1 \2 \3 \4/')
+    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames reused.*/\1 \2 \3 \4/')
     walked=$1 left=$3 reused=$4
     expect_eq "$name: stacks that differed" 0 "$2"
     [ "$walked" -gt 0 ] || fail "$name: no stack walked by both"
@@ -33,6 +34,9 @@ check_walks "shapes -O2" ./shapes
 [ "$left" -gt 0 ] || fail "signal frames and the realigned stack should be left to libunwind"
 [ "$reused" -gt 0 ] || fail "no frame was reused from a previous walk"
 check_walks "shapes -O0" "$TEST_PROGRAMS/unwind_shapes"
+# Stacks cut at a few frames: reused walks that end at the limit, and
+# walks resumed past a kept one's end.
+DEPTH=6 check_walks "shapes, --depth 6" ./shapes
 
 # The default mode gives the stacks libunwind gives: every stack with its
 # bytes, as folded stacks (the program allocates the same each run).
