@@ -2,7 +2,7 @@
  * unwind.c: memtally's own stack walker for x86-64, which reuses what the
  * thread's previous walk found.
  *
- * Why our own (docs/DESIGN.md, "Unwinding"): libunwind's unw_backtrace
+ * Why our own (docs/DESIGN.md, "Stacks"): libunwind's unw_backtrace
  * walks every frame of every stack, about 5 ns a frame here; an
  * allocation 20 to 60 frames deep pays that on every call, although most
  * of its frames are those of the thread's previous allocation.  This
@@ -26,9 +26,10 @@
  * every word they were read from still holds the value read: checked one
  * load per word, outward, before anything is reused.  (A frame's rbp need
  * not be equal when its rule neither bases the CFA on rbp nor passes rbp
- * on: see rbp_unused.)  Addresses only ever
- * mean the same code between dlopen and dlclose: an unload empties the
- * rule cache (mtl__unwind_forget).
+ * on: see rbp_unused.)  The walk also keeps each frame's suffix hash (the
+ * stack's hash from there out), so a reused walk's hash costs only its new
+ * frames.  Addresses only ever mean the same code between dlopen and
+ * dlclose: an unload empties the rule cache (mtl__unwind_forget).
  *
  * Nothing here allocates or takes a lock the allocator may hold: the rule
  * cache is in pages of our own, filled under our own mutex (with
