@@ -24,8 +24,7 @@ cd "$(dirname "$0")/.." || exit 1
 . bench/common.inc
 B=build/bench OUT=build/bench/out CC=${CC:-cc}
 new=${MEMTALLY_BIN:-build/memtally}
-STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
-BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
+bench_sizes default
 mkdir -p "$B" "$OUT" || exit 1
 MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
 export MEMTALLY_INDEX_DIR

@@ -22,13 +22,7 @@ cd "$(dirname "$0")/.." || exit 1
 B=build/bench OUT=build/bench/out CC=${CC:-cc}
 MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
 HEAPTRACK=${HEAPTRACK:-heaptrack}
-if [ "$quick" = 1 ]; then
-    STORM_OPS=100000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
-    BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
-else
-    STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
-    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
-fi
+if [ "$quick" = 1 ]; then bench_sizes quick; else bench_sizes default; fi
 mkdir -p "$B" "$OUT" || exit 1
 MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
 export MEMTALLY_INDEX_DIR

@@ -61,17 +61,8 @@ CC=${CC:-cc}
 MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
 HEAPTRACK=${HEAPTRACK:-heaptrack}
 
-# Workload sizes: default and quick.
-if [ "$quick" = 1 ]; then
-    STORM_OPS=100000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
-    BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
-elif [ "$full" = 1 ]; then
-    STORM_OPS=6000000 SQL_ROWS=200000 PY_ROUNDS=100 C_FUNCS=150
-    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
-else
-    STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
-    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
-fi
+# Workload sizes: quick, full or default.
+if [ "$quick" = 1 ]; then bench_sizes quick; elif [ "$full" = 1 ]; then bench_sizes full; else bench_sizes default; fi
 
 # Which tools are there.
 have_ht=0

@@ -40,13 +40,7 @@ PROF=$OUT/prof
 CC=${CC:-cc}
 CXX=${CXX:-g++}
 MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
-if [ "$quick" = 1 ]; then
-    STORM_OPS=100000 SQL_ROWS=5000 PY_ROUNDS=4 C_FUNCS=10
-    BT_DEPTH=12 PERL_ROUNDS=20000 GIT_COMMITS=300
-else
-    STORM_OPS=1000000 SQL_ROWS=50000 PY_ROUNDS=40 C_FUNCS=60
-    BT_DEPTH=17 PERL_ROUNDS=200000 GIT_COMMITS=3000
-fi
+if [ "$quick" = 1 ]; then bench_sizes quick; else bench_sizes default; fi
 [ -x "$MEMTALLY_BIN" ] || { echo "bench: $MEMTALLY_BIN not found (run make)" >&2; exit 1; }
 mkdir -p "$B" "$OUT" "$PROF" || exit 1
 rm -f "$PROF"/*
