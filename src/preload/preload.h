@@ -179,6 +179,9 @@ struct mtl__unwind_walk {
     /* hs[k]: the hash of frames k to the walk's end (mtl__stack_hash_step),
      * so that a stack's hash costs only the frames not reused. */
     uint64_t hs[MTL_UNWIND_CAP];
+    /* rule[k]: frame k's rule as stepped from (0: not stepped from), for
+     * the next walk, whose frame k is often at the same address. */
+    uint64_t rule[MTL_UNWIND_CAP];
 };
 
 /* A stack's hash, built from its outermost frame in: seed, then a step a

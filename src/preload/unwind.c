@@ -569,10 +569,16 @@ void mtl__unwind_atfork(int phase)
 
 /* One step from frame k of w: its caller's frame into k + 1.  1: done,
  * 0: the walk ended at k (no caller), -1: cannot follow. */
-static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, uint32_t k)
+static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, uint32_t k,
+                       const struct mtl__unwind_walk *last)
 {
     uint64_t ip = (uint64_t)(uintptr_t)w->ip[k];
-    uint64_t rule = rule_at(m, k ? ip - 1 : ip);
+    /* The last walk's frame k at the same address has its rule at hand
+     * (already loaded, off the chain of dependent loads a step is). */
+    uint64_t rule = last && k < last->n && last->ip[k] == w->ip[k] ? last->rule[k] : 0;
+    if (!rule)
+        rule = rule_at(m, k ? ip - 1 : ip);
+    w->rule[k] = rule;
     if (MTL_UNLIKELY(!(rule & RULE_OK)))
         return -1;
     uint64_t cfa = ((rule & RULE_CFA_RBP) ? w->rbp[k] : w->sp[k]) + (uint64_t)(int64_t)RULE_CFA_OFF(rule);
@@ -595,6 +601,7 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
     w->ip[k + 1] = (void *)(uintptr_t)ra;
     w->sp[k + 1] = cfa;
     w->rbp[k + 1] = rbp;
+    w->rule[k + 1] = 0; /* until stepped from */
     return 1;
 }
 
@@ -631,6 +638,7 @@ static void copy_frames(struct mtl__unwind_walk *to, uint32_t k, const struct mt
     memcpy(&to->rbp[k], &from->rbp[j], n * sizeof to->rbp[0]);
     memcpy(&to->rbp_at[k], &from->rbp_at[j], n * sizeof to->rbp_at[0]);
     memcpy(&to->hs[k], &from->hs[j], n * sizeof to->hs[0]);
+    memcpy(&to->rule[k], &from->rule[j], n * sizeof to->rule[0]);
 }
 
 /* The suffix hashes of w's frames below from (those at and beyond it are
@@ -655,9 +663,12 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     const struct mtl__unwind_walk *old = &m->walk[m->cur];
     struct mtl__unwind_walk *w = &m->walk[m->cur ^ 1];
     uint32_t gen = atomic_load_explicit(&rc.gen, memory_order_acquire);
+    /* The last walk's rules hold while no code was unloaded since. */
+    const struct mtl__unwind_walk *last = old->n ? old : NULL;
     if (MTL_UNLIKELY(m->hot_gen != gen)) {
         memset(m->hot, 0, sizeof m->hot);
         m->hot_gen = gen;
+        last = NULL;
     }
     int reuse = m->owner == owner && old->n;
     uint32_t j = 0, k = 0, stepped = 0;
@@ -668,6 +679,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     w->ip[0] = (void *)(uintptr_t)ip;
     w->sp[0] = sp;
     w->rbp[0] = rbp;
+    w->rule[0] = 0;
     w->complete = 0;
     w->end_at = 0;
     for (;;) {
@@ -704,7 +716,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
         }
         if (k + 1 >= max)
             break;
-        int r = step(m, w, k);
+        int r = step(m, w, k, last);
         stepped++;
         if (r < 0) {
             m->stepped += stepped;
