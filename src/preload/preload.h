@@ -103,6 +103,9 @@ void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN
     __attribute__((format(printf, 3, 4)));
 int mtl__gettid(void) MTL_HIDDEN;
+/* A mutex of ours around fork: 0 taken before, 1 given back after in the
+ * parent, 2 made anew in the child. */
+void mtl__mutex_atfork(pthread_mutex_t *mu, int phase) MTL_HIDDEN;
 /* clock.c: CLOCK_MONOTONIC in ns, read through the TSC where it can be;
  * its set-up at start, and a forked child's. */
 uint64_t mtl__clock_ns(void) MTL_HIDDEN;
@@ -198,7 +201,6 @@ static inline uint64_t mtl__stack_hash_step(uint64_t outer, uint64_t ip)
 struct mtl__unwind_memo {
     uint64_t owner;    /* the thread whose walk it is (0: none) */
     uint32_t cur;
-    uint32_t hot_gen;  /* the rule cache's generation that hot is of */
     uint64_t reused;   /* frames taken from a previous walk, in all */
     uint64_t stepped;  /* frames walked from their rules, in all */
     struct { uint64_t pc, rule; } hot[MTL_UNWIND_HOT];
@@ -210,7 +212,10 @@ int mtl__unwind_init(void) MTL_HIDDEN;
  * 0 in mtl__unwind itself: how many, or -1 when a frame has a rule we do
  * not follow (ask libunwind). */
 int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max) MTL_HIDDEN;
-void mtl__unwind_forget(void) MTL_HIDDEN;   /* code was unloaded */
+/* Code was unloaded: the shared rule cache emptied, and (by the thread
+ * owning it, before its next walk) a memo's rules and walks. */
+void mtl__unwind_forget(void) MTL_HIDDEN;
+void mtl__unwind_memo_forget(struct mtl__unwind_memo *m) MTL_HIDDEN;
 void mtl__unwind_atfork(int phase) MTL_HIDDEN;
 
 /* stacks.c: unwinding and interning. */

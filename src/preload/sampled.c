@@ -214,10 +214,5 @@ void mtl__sampled_clear(void)
 
 void mtl__sampled_atfork(int phase)
 {
-    if (phase == 0)
-        pthread_mutex_lock(&sm.mu);
-    else if (phase == 1)
-        pthread_mutex_unlock(&sm.mu);
-    else
-        pthread_mutex_init(&sm.mu, NULL);
+    mtl__mutex_atfork(&sm.mu, phase);
 }

@@ -378,7 +378,7 @@ static struct stack_cache *cache_of(uint32_t slot)
     if (MTL_UNLIKELY(cache && cache->gen != gen)) {
         /* Addresses may mean other code now: nothing of before holds. */
         memset(cache->e, 0, sizeof cache->e);
-        cache->memo.owner = 0;
+        mtl__unwind_memo_forget(&cache->memo);
         cache->gen = gen;
     }
     return cache;
@@ -462,26 +462,23 @@ void mtl__stacks_forget_addresses(void)
 {
     pthread_mutex_lock(&st.mu);
     memset(st.slots, 0, st.nslots * sizeof *st.slots);
-    struct stack_table *t = new_table(1u << 14);
+    struct stack_table *old = atomic_load(&st.table), *t = new_table(1u << 14);
     if (t) {
-        atomic_store(&st.table, t); /* the old one stays mapped: see above */
+        atomic_store(&st.table, t);
+        retire_table(old);
     } else {
-        t = atomic_load(&st.table);
-        memset(t->e, 0, (t->mask + 1) * sizeof t->e[0]);
-        t->count = 0;
+        memset(old->e, 0, (old->mask + 1) * sizeof old->e[0]);
+        old->count = 0;
     }
+    /* The rules first: a thread that sees the new generation empties its
+     * memo and must not refill it from the shared cache's old rules. */
+    mtl__unwind_forget();
     atomic_fetch_add(&st.gen, 1);
     pthread_mutex_unlock(&st.mu);
-    mtl__unwind_forget();
 }
 
 void mtl__stacks_atfork(int phase)
 {
     mtl__unwind_atfork(phase);
-    if (phase == 0)
-        pthread_mutex_lock(&st.mu);
-    else if (phase == 1)
-        pthread_mutex_unlock(&st.mu);
-    else
-        pthread_mutex_init(&st.mu, NULL);
+    mtl__mutex_atfork(&st.mu, phase);
 }

@@ -85,6 +85,16 @@ void mtl__say(const char *fmt, ...)
     errno = saved;
 }
 
+void mtl__mutex_atfork(pthread_mutex_t *mu, int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(mu);
+    else if (phase == 1)
+        pthread_mutex_unlock(mu);
+    else
+        pthread_mutex_init(mu, NULL);
+}
+
 int mtl__gettid(void)
 {
     return (int)syscall(SYS_gettid);

@@ -29,7 +29,9 @@
  * on: see rbp_unused.)  The walk also keeps each frame's suffix hash (the
  * stack's hash from there out), so a reused walk's hash costs only its new
  * frames.  Addresses only ever mean the same code between dlopen and
- * dlclose: an unload empties the rule cache (mtl__unwind_forget).
+ * dlclose: an unload empties the rule cache (mtl__unwind_forget) and each
+ * thread's memo (mtl__unwind_memo_forget, from stacks.c's generation
+ * check, the one every capture makes anyway).
  *
  * Nothing here allocates or takes a lock the allocator may hold: the rule
  * cache is in pages of our own, filled under our own mutex (with
@@ -483,7 +485,6 @@ static struct {
     pthread_mutex_t mu;
     struct rule_entry *e; /* 1 << RULE_BITS entries */
     size_t used;
-    atomic_uint gen;      /* bumped when emptied: threads' hot caches too */
 } rc = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static inline size_t rule_slot(uint64_t pc)
@@ -551,18 +552,19 @@ void mtl__unwind_forget(void)
     for (size_t i = 0; i < (1u << RULE_BITS); i++)
         __atomic_store_n(&rc.e[i].pc, 0, __ATOMIC_RELAXED);
     rc.used = 0;
-    atomic_fetch_add(&rc.gen, 1);
     pthread_mutex_unlock(&rc.mu);
+}
+
+void mtl__unwind_memo_forget(struct mtl__unwind_memo *m)
+{
+    memset(m->hot, 0, sizeof m->hot);
+    m->walk[0].n = m->walk[1].n = 0;
+    m->owner = 0;
 }
 
 void mtl__unwind_atfork(int phase)
 {
-    if (phase == 0)
-        pthread_mutex_lock(&rc.mu);
-    else if (phase == 1)
-        pthread_mutex_unlock(&rc.mu);
-    else
-        pthread_mutex_init(&rc.mu, NULL);
+    mtl__mutex_atfork(&rc.mu, phase);
 }
 
 /* ------------------------------------------------------------- walk */
@@ -662,14 +664,8 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     uint64_t owner = (uint64_t)(uintptr_t)&mtl__tls;
     const struct mtl__unwind_walk *old = &m->walk[m->cur];
     struct mtl__unwind_walk *w = &m->walk[m->cur ^ 1];
-    uint32_t gen = atomic_load_explicit(&rc.gen, memory_order_acquire);
-    /* The last walk's rules hold while no code was unloaded since. */
+    /* Its rules hold: an unload empties the memo (mtl__unwind_memo_forget). */
     const struct mtl__unwind_walk *last = old->n ? old : NULL;
-    if (MTL_UNLIKELY(m->hot_gen != gen)) {
-        memset(m->hot, 0, sizeof m->hot);
-        m->hot_gen = gen;
-        last = NULL;
-    }
     int reuse = m->owner == owner && old->n;
     uint32_t j = 0, k = 0, stepped = 0;
     uint32_t hashed = UINT32_MAX; /* hs[] is right from this frame on */
