@@ -25,7 +25,7 @@ VIEW_SRC    := $(wildcard src/view/*.c)
 # the engine's own view, rows and table renderer: those go in too, hidden
 # like the rest.
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
-               $(B)/pic/src/trace/encoder.o $(B)/pic/src/trace/reader.o $(B)/pic/src/trace/blocks.o $(B)/pic/src/trace/blocksums.o \
+               $(B)/pic/src/trace/encoder.o $(B)/pic/src/trace/reader.o $(B)/pic/src/trace/blocks.o $(B)/pic/src/trace/blocksums.o $(B)/pic/src/trace/ptrcode.o \
                $(patsubst %,$(B)/pic/src/analyze/%.o,stackagg view rows allocframes) \
                $(B)/pic/src/render/table.o
 # libmemtally-trace.a: the reader (memtally/trace.h) and the symbolizer

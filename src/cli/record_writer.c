@@ -109,18 +109,29 @@ static void close_trace(struct record_writer *rw)
 }
 
 /* The live bytes of the trace being written, for `status` (top). */
-static void observe(void *ctx, const struct mtl_cev *ev)
+/* Live bytes: the encoder knows the sizes of the last allocations' blocks
+ * (trace/ptrcode.h), rw->live those of older ones still live. */
+static void observe(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size)
 {
     struct record_writer *rw = ctx;
-    uint64_t size;
-    if (MTL_CEV_TYPE(ev) == MTL_CEV_ALLOC) {
-        if (ev->b & MTL_CEV_GC)
-            return; /* the collector's heap is not malloc's */
-        if (mtl_hmap_put(&rw->live, ev->a, MTL_CEV_SIZE(ev->b), &size) == 1)
-            rw->live_bytes -= size; /* a free we never saw */
-        rw->live_bytes += MTL_CEV_SIZE(ev->b);
-    } else if (mtl_hmap_take(&rw->live, ev->a, &size)) {
+    uint64_t old;
+    switch (seen) {
+    case MTL_SEEN_ALLOC:
+        if (rw->live.count && mtl_hmap_take(&rw->live, ptr, &old))
+            rw->live_bytes -= old; /* a free we never saw */
+        rw->live_bytes += size;
+        break;
+    case MTL_SEEN_GONE:
         rw->live_bytes -= size;
+        break;
+    case MTL_SEEN_LEFT:
+        if (mtl_hmap_put(&rw->live, ptr, size, &old) == 1)
+            rw->live_bytes -= old;
+        break;
+    case MTL_SEEN_FREE_OLD:
+        if (mtl_hmap_take(&rw->live, ptr, &old))
+            rw->live_bytes -= old;
+        break;
     }
 }
 

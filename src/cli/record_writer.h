@@ -37,7 +37,7 @@ struct record_writer {
     uint64_t written;       /* bytes written to the trace files */
     uint64_t allocations;   /* recorded in all, at the end */
     uint64_t calls_records; /* CALLS records (record --calls), at the end */
-    struct mtl_hmap live;   /* the trace's live blocks: address -> size */
+    struct mtl_hmap live;   /* live blocks older than the encoder's window: address -> size */
     uint64_t live_bytes;
 };
 

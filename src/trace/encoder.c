@@ -13,14 +13,14 @@
 
 #include "common/tracefile.h"
 #include "common/varint.h"
+#include "trace/ptrcode.h"
 
 #define MTL_BLOCK_TARGET (1u << 20)
+#define BLOCK_LIMIT (2 * MTL_BLOCK_TARGET) /* written mid-round past this */
 #define STREAM_CAP (MTL_BLOCK_TARGET + (64u << 10))
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
-#define WINDOW_INDEX_BITS 10
 #define BUSY_SPINS MTL_ENC_BUSY_SPINS
-_Static_assert(MTL_ENC_WINDOW_INDEX == 1u << WINDOW_INDEX_BITS, "window index size");
 
 static uint64_t monotonic_ns(void)
 {
@@ -110,9 +110,15 @@ void mtl_encoder_flush(struct mtl_encoder *e)
 }
 
 /* Makes room for n more bytes in every stream, flushing the block if need
- * be. */
+ * be, or once it holds BLOCK_LIMIT bytes: a bound on what a reader that
+ * decodes a few blocks ahead holds, whichever stream is largest (twice
+ * the target: larger blocks compress better, up to about that). */
 static inline void reserve(struct mtl_encoder *e, size_t n)
 {
+    if (e->total >= BLOCK_LIMIT) {
+        mtl_encoder_flush(e);
+        return;
+    }
     for (int i = 0; i < MTL_STREAMS; i++)
         if (e->used[i] + n > STREAM_CAP) {
             mtl_encoder_flush(e);
@@ -211,6 +217,8 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     e->heap = pages(MAX_RUNS * sizeof *e->heap);
     if (!e->raw || !e->out || !e->runs || !e->heap)
         return -ENOMEM;
+    if (!e->pc && !(e->pc = mtl__pc_new(1)))
+        return -ENOMEM;
     e->zc = ZSTD_createCCtx();
     if (!e->zc)
         return -ENOMEM;
@@ -239,9 +247,8 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     memset(e->used, 0, sizeof e->used);
     e->total = 0;
     e->block_seq = 0;
-    memset(e->seen, 0, sizeof e->seen);
-    e->ptr_seq = 0;
-    e->last_us = e->last_ptr = 0;
+    mtl__pc_reset(e->pc);
+    e->last_us = 0;
     e->cur_thread = UINT32_MAX;
     e->last_rss = 0;
     e->allocations = e->frees = e->bytes = 0;
@@ -294,25 +301,11 @@ static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
     put_var(e, MTL_S_TIME, dt);
 }
 
-/* A pointer: k + 1 if it is the k-th newest of the window (the last
- * MTL_PTR_WINDOW pointers), else 0 and its difference from the previous
- * pointer.  A small hash of when each pointer was last coded finds it
- * without keeping the window itself; a pointer whose slot another took is
- * coded as a difference, which reads back the same. */
-static inline void put_ptr(struct mtl_encoder *e, uint64_t ptr)
+/* The values of an address (ptrcode.h) into the pointer stream. */
+static inline void put_ptr_values(struct mtl_encoder *e, const uint64_t *v, unsigned n)
 {
-    size_t slot = (size_t)((ptr * 0x9e3779b97f4a7c15ull) >> (64 - WINDOW_INDEX_BITS));
-    uint64_t k = e->ptr_seq - e->seen[slot].seq;
-    if (e->seen[slot].ptr == ptr && e->seen[slot].seq && k < MTL_PTR_WINDOW) {
-        put_var(e, MTL_S_PTR, k + 1);
-    } else {
-        put_var(e, MTL_S_PTR, 0);
-        put_var(e, MTL_S_PTR, mtl__zigzag((int64_t)(ptr - e->last_ptr)));
-    }
-    e->ptr_seq++;
-    e->seen[slot].ptr = ptr;
-    e->seen[slot].seq = e->ptr_seq;
-    e->last_ptr = ptr;
+    for (unsigned i = 0; i < n; i++)
+        put_var(e, MTL_S_PTR, v[i]);
 }
 
 /* TAG: the live block at ptr has type tag from now on (mtl_tag). */
@@ -320,7 +313,7 @@ static void put_tag(struct mtl_encoder *e, uint64_t t_ns, uint64_t ptr, uint32_t
 {
     put_byte(e, MTL_S_MAIN, MTL_REC_TAG);
     put_dt(e, t_ns);
-    put_ptr(e, ptr);
+    put_var(e, MTL_S_PTR, mtl__pc_put_tag(e->pc, ptr));
     put_var(e, MTL_S_MAIN, tag);
 }
 
@@ -338,12 +331,38 @@ static void put_alloc(struct mtl_encoder *e, uint64_t t_ns, uint64_t size, uint3
     put_dt(e, t_ns);
     put_var(e, MTL_S_SIZE, size);
     put_var(e, MTL_S_STACK, stack);
-    put_ptr(e, ptr);
+    uint64_t v[2];
+    struct mtl_pc_news news = { 0 };
+    put_ptr_values(e, v, mtl__pc_put_alloc(e->pc, e->cur_thread, size, ptr, gc, v, &news));
+    if (e->observe) {
+        if (news.gone)
+            e->observe(e->observe_ctx, MTL_SEEN_GONE, ptr, news.gone_size);
+        if (news.left)
+            e->observe(e->observe_ctx, MTL_SEEN_LEFT, news.left_ptr, news.left_size);
+        if (!gc)
+            e->observe(e->observe_ctx, MTL_SEEN_ALLOC, ptr, size);
+    }
     if (flags) {
         put_var(e, MTL_S_MAIN, flags);
         if (tag)
             put_var(e, MTL_S_MAIN, tag);
     }
+}
+
+/* FREE of the block at ptr, by the current thread. */
+static void put_free(struct mtl_encoder *e, uint64_t t_ns, uint64_t ptr, int gc)
+{
+    e->frees += !gc;
+    put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
+    put_dt(e, t_ns);
+    uint64_t v[2];
+    struct mtl_pc_news news = { 0 };
+    unsigned n = mtl__pc_put_free(e->pc, e->cur_thread, ptr, v, &news);
+    put_ptr_values(e, v, n);
+    if (e->observe && news.gone)
+        e->observe(e->observe_ctx, MTL_SEEN_GONE, ptr, news.gone_size);
+    else if (e->observe && n == 2 && !gc)
+        e->observe(e->observe_ctx, MTL_SEEN_FREE_OLD, ptr, 0);
 }
 
 /* GC_HEAP: the collector's heap size after a collection. */
@@ -376,8 +395,6 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
         put_var(e, MTL_S_MAIN, ev->thread);
         e->cur_thread = ev->thread;
     }
-    if (e->observe && (type == MTL_CEV_ALLOC || type == MTL_CEV_FREE))
-        e->observe(e->observe_ctx, ev);
     switch (type) {
     case MTL_CEV_ALLOC:
         put_alloc(e, t, MTL_CEV_SIZE(ev->b), ev->stack, ev->a, MTL_CEV_TAG(ev->b),
@@ -389,11 +406,8 @@ static void encode(struct mtl_encoder *e, const struct mtl_cev *ev)
     case MTL_CEV_CALLS:
         put_calls(e, t, (uint32_t)ev->b, ev->stack, ev->a);
         break;
-    case MTL_CEV_FREE:
-        e->frees += !(ev->b & MTL_CEV_GC); /* b: MTL_CEV_GC for a collector's block */
-        put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
-        put_dt(e, t);
-        put_ptr(e, ev->a);
+    case MTL_CEV_FREE: /* b: MTL_CEV_GC for a collector's block */
+        put_free(e, t, ev->a, (ev->b & MTL_CEV_GC) != 0);
         break;
     case MTL_CEV_TAG:
         put_tag(e, t, ev->a, (uint32_t)ev->b);
@@ -986,10 +1000,7 @@ void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, ui
         put_calls(e, t, ev->thread, ev->stack, ev->size);
         break;
     case MTL_EV_FREE:
-        e->frees += ev->heap != MTL_HEAP_GC;
-        put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
-        put_dt(e, t);
-        put_ptr(e, ev->ptr);
+        put_free(e, t, ev->ptr, ev->heap == MTL_HEAP_GC);
         break;
     case MTL_EV_THREAD_START:
         put_byte(e, MTL_S_MAIN, MTL_REC_THREAD_START);

@@ -18,8 +18,8 @@
  *
  * A block's fields go to separate streams by kind (times, sizes, stacks,
  * pointers, the rest), each contiguous in the payload, so that zstd sees
- * runs of like values; pointers are coded against a window of the last
- * MTL_PTR_WINDOW ones.
+ * runs of like values; addresses are coded by what the reader can predict
+ * of them (trace/ptrcode.h).
  *
  * Nothing here calls malloc except ZSTD_createCCtx in mtl_encoder_setup
  * (the recorder marks itself inside memtally around it): buffers are
@@ -35,11 +35,23 @@
 #include "common/region.h"
 #include "memtally/trace.h"
 #include "trace/format.h"
+#include "trace/ptrcode.h"
 
-#define MTL_ENC_WINDOW_INDEX (1u << 10) /* hash slots that find a pointer in the window */
 /* A lock of the program held this long (spins, yielding: a few ms) and a
  * round that may not wait is skipped: its holder may be dead. */
 #define MTL_ENC_BUSY_SPINS 20000
+
+/* What an observer of the encoder is told (struct mtl_encoder's observe):
+ * the addresses' model knows the blocks of its window, so an observer that
+ * keeps live bytes needs to keep only the blocks that left it. */
+enum mtl_seen {
+    MTL_SEEN_ALLOC,    /* ptr, size: a block allocated */
+    MTL_SEEN_GONE,     /* size: a block of the window freed, or replaced by
+                          a new one at its address (its free never seen) */
+    MTL_SEEN_LEFT,     /* ptr, size: a live block left the window */
+    MTL_SEEN_FREE_OLD, /* ptr: a free of no block of the window: one that
+                          left it, or one never seen */
+};
 
 /* Where the bytes go: 0, or a negative errno. */
 typedef int (*mtl_sink_fn)(void *ctx, const void *p, size_t n);
@@ -61,9 +73,8 @@ struct mtl_encoder {
     size_t *heap;              /* the merge's, as many as runs */
     size_t nruns;
     /* encoder state, carried from block to block */
-    uint64_t last_us, last_ptr;
-    uint64_t ptr_seq;          /* pointers coded so far */
-    struct { uint64_t ptr, seq; } seen[MTL_ENC_WINDOW_INDEX];
+    uint64_t last_us;
+    struct mtl_ptrcode *pc;    /* the addresses' model (mapped in setup) */
     uint32_t cur_thread;
     uint64_t last_rss;
     uint32_t nodes_emitted;
@@ -77,9 +88,9 @@ struct mtl_encoder {
     int owner_dead;            /* the program is gone: its locks are ignored */
     int skip_when_busy;        /* a lock held past the spins: no round now
                                   (the program may be dead: see owner_dead) */
-    /* Optional: sees each allocation and free as it is written (memtally
-     * record keeps live bytes with it, for status lines). */
-    void (*observe)(void *ctx, const struct mtl_cev *ev);
+    /* Optional: told of the malloc heap's blocks as they are written
+     * (memtally record keeps live bytes with it, for status lines). */
+    void (*observe)(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size);
     void *observe_ctx;
 };
 

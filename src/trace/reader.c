@@ -32,6 +32,7 @@
 #include "trace/blocksums.h"
 #include "trace/defs.h"
 #include "trace/format.h"
+#include "trace/ptrcode.h"
 
 #define MAX_THREADS (1u << 22)
 #define MAX_MODULES (1u << 16)
@@ -82,6 +83,7 @@ struct mtl_reader {
     uint64_t last_us, last_ptr;
     uint64_t window[MTL_PTR_WINDOW];
     unsigned window_head;
+    struct mtl_ptrcode *pc;  /* version 4 on: the addresses' model, once needed */
     uint32_t cur_thread;
 
     /* stacks: node 0 is the root */
@@ -208,16 +210,19 @@ static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
     return 0;
 }
 
-/* A pointer, coded against the window (docs/FORMAT.md). */
-static int get_ptr(struct mtl_reader *r, uint64_t *ptr)
+/* The pointer stream, decoded if the block was read without it. */
+static int need_pointers(struct mtl_reader *r)
 {
-    uint64_t k, d;
-    if (r->no_pointers) {
-        *ptr = 0;
-        return 0;
-    }
     if (!r->blk->val[MTL_S_PTR] && mtl__block_stream(r->src, MTL_S_PTR) < 0)
         return MTL_ENOMEM; /* pointers wanted after the block was decoded */
+    return 0;
+}
+
+/* A pointer of version 3 and before, coded against the window
+ * (docs/FORMAT.md). */
+static int get_window_ptr(struct mtl_reader *r, uint64_t *ptr)
+{
+    uint64_t k, d;
     GETS(MTL_S_PTR, k);
     if (k > MTL_PTR_WINDOW)
         return MTL_ECORRUPT;
@@ -231,6 +236,35 @@ static int get_ptr(struct mtl_reader *r, uint64_t *ptr)
     r->window[r->window_head] = *ptr;
     r->last_ptr = *ptr;
     return 0;
+}
+
+/* The address of an ALLOC (of size bytes), a FREE or a TAG record, as the
+ * file's version codes it; 0 when pointers are skipped. */
+enum ptr_of { PTR_ALLOC, PTR_FREE, PTR_TAG };
+
+static int get_ptr(struct mtl_reader *r, enum ptr_of of, uint64_t size, uint64_t *ptr)
+{
+    int rc;
+    uint64_t v0, v1 = 0;
+    *ptr = 0;
+    if (r->no_pointers)
+        return 0;
+    if ((rc = need_pointers(r)) < 0)
+        return rc;
+    if (r->info.version <= MTL_FORMAT_WINDOW_LAST)
+        return get_window_ptr(r, ptr);
+    if (!r->pc && !(r->pc = mtl__pc_new(0)))
+        return MTL_ENOMEM;
+    GETS(MTL_S_PTR, v0);
+    if (of == PTR_TAG) {
+        *ptr = mtl__pc_get_tag(r->pc, v0);
+        return 0;
+    }
+    if (v0 == 0)
+        GETS(MTL_S_PTR, v1);
+    rc = of == PTR_ALLOC ? mtl__pc_get_alloc(r->pc, r->cur_thread, size, v0, v1, ptr)
+                         : mtl__pc_get_free(r->pc, r->cur_thread, v0, v1, ptr);
+    return rc < 0 ? MTL_ECORRUPT : 0;
 }
 
 /* Decodes the SIZE and STACK streams of the block, when it was summed
@@ -660,7 +694,7 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
             return rc;
         GETS(MTL_S_SIZE, size);
         GETS(MTL_S_STACK, stack);
-        if ((rc = get_ptr(r, &ptr)) < 0)
+        if ((rc = get_ptr(r, PTR_ALLOC, size, &ptr)) < 0)
             return rc;
         if (type == MTL_REC_ALLOC_EX) {
             GET(flags);
@@ -692,7 +726,7 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
         return 1;
     }
     case MTL_REC_FREE:
-        if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, &ev->ptr)) < 0)
+        if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, PTR_FREE, 0, &ev->ptr)) < 0)
             return rc;
         ev->heap = r->gc_seen && mtl_hmap_take(&r->gc_live, ev->ptr, NULL) ? MTL_HEAP_GC
                                                                           : MTL_HEAP_MALLOC;
@@ -707,7 +741,7 @@ static int read_record(struct mtl_reader *r, struct mtl_event *ev)
     case MTL_REC_TAG:
         if (r->info.version < 2)
             return MTL_ECORRUPT; /* not a record of version 1 */
-        if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, &ev->ptr)) < 0)
+        if ((rc = advance_time(r, ev)) < 0 || (rc = get_ptr(r, PTR_TAG, 0, &ev->ptr)) < 0)
             return rc;
         GET(v);
         if (v >= MAX_STRINGS)
@@ -825,7 +859,7 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
                 GETS(MTL_S_TIME, dt);
                 GETS(MTL_S_SIZE, size);
                 GETS(MTL_S_STACK, stack);
-                if ((rc = get_ptr(r, &ptr)) < 0)
+                if ((rc = get_ptr(r, PTR_ALLOC, size, &ptr)) < 0)
                     return rc;
                 if (stack >= r->nnodes)
                     return MTL_ECORRUPT;
@@ -841,7 +875,7 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
             } else if (type == MTL_REC_FREE && !r->gc_seen) {
                 r->sp++;
                 GETS(MTL_S_TIME, dt);
-                if ((rc = get_ptr(r, &ptr)) < 0)
+                if ((rc = get_ptr(r, PTR_FREE, 0, &ptr)) < 0)
                     return rc;
                 r->last_us += dt;
                 r->info.complete = 0;
@@ -1221,6 +1255,7 @@ void mtl_reader_close(struct mtl_reader *r)
     free(r->ranges);
     mtl_hmap_release(&r->gc_live);
     mtl_hmap_release(&r->kept_at);
+    mtl__pc_free(r->pc);
     free(r->skipped);
     free(r->kept.stack);
     free(r->kept.calls);

@@ -1,5 +1,6 @@
 /*
- * mktrace.c: writes a version-1 trace (docs/FORMAT.md) from a small text
+ * mktrace.c: writes a version-3 trace (docs/FORMAT.md: pointers by the
+ * window, which readers still read) from a small text
  * description, so that tests can give the analyses a trace whose every
  * time, size, stack and thread they chose, instead of what a real program
  * happened to do.  Stacks are made of custom frames named by strings, so
@@ -495,7 +496,7 @@ int main(int argc, char **argv)
     mk.cur_thread = -1;
     mk.nodes = grow(NULL, 0, sizeof *mk.nodes);
     mk.nnodes = 1; /* the root */
-    if (tb_file_header(&mk.out, MTL_FORMAT_VERSION, 0) < 0)
+    if (tb_file_header(&mk.out, MTL_FORMAT_WINDOW_LAST, 0) < 0)
         die("%s", "cannot write the trace");
 
     char *line = NULL;

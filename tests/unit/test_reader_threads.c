@@ -43,7 +43,7 @@ static void write_trace(void)
     static struct tb_buf b;
     struct tb_file t = { fopen(path, "wb"), 0 };
     CHECK(t.f != NULL);
-    CHECK(tb_file_header(&t, MTL_FORMAT_VERSION, 0) == 0);
+    CHECK(tb_file_header(&t, MTL_FORMAT_WINDOW_LAST, 0) == 0);
     uint32_t nodes = 1, threads = 0;
     for (int k = 0; k < 60; k++) {
         tb_clear(&b);

@@ -5,7 +5,8 @@
  * there).  What tests/tools/mktrace does from a text description, as C
  * calls: stacks are made of custom frames named by strings (docs/FORMAT.md,
  * "Stacks"), so the analyses name them without any binary; pointers take
- * the window coding when the window holds them, else the difference.
+ * the window coding when the window holds them, else the difference
+ * (version 3: readers still read it; the recorder writes version 4).
  * Header-only.
  *
  *     struct tm_trace t;
@@ -79,7 +80,7 @@ static inline void tm_open(struct tm_trace *t, enum mtl_mode mode, uint64_t rate
     CHECK(t->b != NULL);
     t->out.f = open_memstream(&t->data, &t->size);
     CHECK(t->out.f != NULL);
-    CHECK(tb_file_header(&t->out, MTL_FORMAT_VERSION, 0) == 0);
+    CHECK(tb_file_header(&t->out, MTL_FORMAT_WINDOW_LAST, 0) == 0);
     tb_byte(t->b, MTL_REC_HEADER);
     tb_var(t->b, mode == MTL_MODE_SAMPLED ? 5 : 4);
     tb_var(t->b, 1), tb_var(t->b, 1), tb_str(t->b, "/bin/unit");

@@ -1,0 +1,583 @@
+/* ptrcode.c: see ptrcode.h; the rules are docs/FORMAT.md's "Addresses". */
+#include "trace/ptrcode.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/varint.h"
+
+#define W MTL_PC_WINDOW
+#define WORDS (W / 64)
+#define DEPTH MTL_PC_CLASS_DEPTH
+#define CLASS_BITS 14
+#define INDEX_SLOTS (2 * W) /* at most half full: a slot per window entry */
+#define CLASS_MAX 0xffffu
+
+_Static_assert((W & (W - 1)) == 0 && W >= 64, "the window is a power of two of words");
+
+struct lane {
+    uint64_t end;         /* its last allocation's address plus its chunk */
+    uint64_t prev_free;   /* allocation number + 1 of its last free by place */
+    uint64_t last_escape; /* its last free coded by difference */
+    uint64_t nrecent;     /* frees put in recent so far */
+    uint64_t recent[MTL_PC_RECENT];
+};
+
+struct class_list {
+    uint32_t key; /* 1 << 24 | lane << 16 | class: whose list it is now */
+    uint64_t ptr[DEPTH]; /* newest first, 0 past the end */
+};
+
+struct mtl_ptrcode {
+    /* the state; the arrays after it are one mapping, zero at the start */
+    uint64_t seq;        /* allocations so far: the next one's number */
+    uint64_t nlive;      /* live bits set */
+    uint64_t last_alloc; /* TAG's reference */
+    uint64_t *ring;      /* the address of allocation n at n % W */
+    uint64_t *size;      /* its size */
+    uint64_t *live;      /* a bit per ring slot: its block is live */
+    uint64_t *gc;        /* encoder: a bit per ring slot: a collector's block */
+    uint32_t *fen;       /* a Fenwick tree of the live bits per word, from 1 */
+    struct lane *lanes;
+    struct class_list *classes;
+    uint32_t *index;     /* encoder: address -> ring slot + 1, or NULL */
+    uint8_t *arrays;     /* the mapping */
+    size_t bytes;
+};
+
+/* --- the live blocks of the window, in allocation order --------------- */
+
+/* Most frees name a block a few words of live bits from where the count
+ * starts: those are counted word by word; farther ones through a Fenwick
+ * tree of the words' counts. */
+#define NEAR_WORDS 8
+
+/* Without -mpopcnt the builtin is a call into libgcc: this is faster. */
+static inline unsigned popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* The bit number of the k-th set bit of w from the lowest (k < count):
+ * the byte holding it from the bytes' running counts, then bit by bit. */
+static unsigned select_bit(uint64_t w, unsigned k)
+{
+    uint64_t x = w - ((w >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = ((x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full) * 0x0101010101010101ull;
+    unsigned byte = 0, before = 0;
+    while (((x >> (8 * byte)) & 0xff) <= k)
+        before = (unsigned)((x >> (8 * byte++)) & 0xff);
+    w >>= 8 * byte;
+    for (k -= before; k; k--)
+        w &= w - 1;
+    return 8 * byte + (unsigned)__builtin_ctzll(w);
+}
+
+/* The same from the highest: the k-th set bit of w counting down. */
+static unsigned select_bit_down(uint64_t w, unsigned k)
+{
+    for (; k; k--)
+        w &= ~(1ull << (63 - __builtin_clzll(w)));
+    return 63u - (unsigned)__builtin_clzll(w);
+}
+
+static void fen_add(struct mtl_ptrcode *pc, uint32_t word, int d)
+{
+    for (uint32_t i = word + 1; i <= WORDS; i += i & -i)
+        pc->fen[i] += (uint32_t)d;
+}
+
+/* Live blocks in ring slots [0, slot). */
+static uint64_t before_slot(const struct mtl_ptrcode *pc, uint32_t slot)
+{
+    uint64_t n = 0;
+    for (uint32_t i = slot / 64; i > 0; i -= i & -i)
+        n += pc->fen[i];
+    if (slot % 64)
+        n += popcount64(pc->live[slot / 64] & ((1ull << (slot % 64)) - 1));
+    return n;
+}
+
+/* The ring slot of the k-th live block (from 0) in slot order; k < nlive. */
+static uint32_t slot_of_live(const struct mtl_ptrcode *pc, uint64_t k)
+{
+    uint32_t pos = 0;
+    for (uint32_t step = WORDS; step; step >>= 1)
+        if (pos + step <= WORDS && pc->fen[pos + step] <= k) {
+            pos += step;
+            k -= pc->fen[pos];
+        }
+    return pos * 64 + select_bit(pc->live[pos], (unsigned)k);
+}
+
+static uint64_t window_start(const struct mtl_ptrcode *pc)
+{
+    return pc->seq > W ? pc->seq - W : 0;
+}
+
+/* The live bits of the ring word holding allocation n, from n's down
+ * (below: those before n) or from n's up (n's and after). */
+static uint64_t bits_below(const struct mtl_ptrcode *pc, uint64_t n)
+{
+    return pc->live[(n % W) / 64] & ((1ull << (n % 64)) - 1);
+}
+
+static uint64_t bits_from(const struct mtl_ptrcode *pc, uint64_t n)
+{
+    return pc->live[(n % W) / 64] & (~0ull << (n % 64));
+}
+
+/* Live blocks of allocations [a, b), window_start <= a <= b <= seq. */
+static uint64_t live_between(const struct mtl_ptrcode *pc, uint64_t a, uint64_t b)
+{
+    if (a >= b)
+        return 0;
+    if (b - a <= NEAR_WORDS * 64) {
+        uint64_t n = 0, w = a / 64;
+        if (w == (b - 1) / 64) /* one word */
+            return popcount64(bits_from(pc, a) & ~(b % 64 ? ~0ull << (b % 64) : 0));
+        n = popcount64(bits_from(pc, a));
+        for (w++; w < (b - 1) / 64; w++)
+            n += popcount64(pc->live[w % WORDS]);
+        return n + (b % 64 ? popcount64(bits_below(pc, b)) : popcount64(pc->live[w % WORDS]));
+    }
+    if (b - a == W)
+        return pc->nlive;
+    uint32_t sa = (uint32_t)(a % W), sb = (uint32_t)(b % W);
+    uint64_t pa = before_slot(pc, sa), pb = before_slot(pc, sb);
+    return sa < sb ? pb - pa : pc->nlive - pa + pb;
+}
+
+/* The allocation number of the k-th live block (from 0, oldest first). */
+static uint64_t nth_live(const struct mtl_ptrcode *pc, uint64_t k)
+{
+    uint64_t lo = window_start(pc);
+    uint32_t s_lo = (uint32_t)(lo % W);
+    uint64_t below = before_slot(pc, s_lo); /* live in slots before the oldest's */
+    uint64_t upper = pc->nlive - below;      /* from the oldest's slot to the ring's end */
+    if (k < upper)
+        return lo + (slot_of_live(pc, below + k) - s_lo);
+    return lo + (W - s_lo) + slot_of_live(pc, k - upper);
+}
+
+/* The allocation number of the live block with k live ones between it and
+ * allocation n (exclusive), looking up (after n) or down (before it), or
+ * UINT64_MAX when it is not within NEAR_WORDS words (nor the window). */
+static uint64_t near_live(const struct mtl_ptrcode *pc, uint64_t n, uint64_t k, int up)
+{
+    uint64_t lo = window_start(pc);
+    uint64_t w = up ? bits_from(pc, n + 1) : bits_below(pc, n);
+    uint64_t base = up ? (n + 1) & ~63ull : n & ~63ull; /* the allocation of bit 0 */
+    for (unsigned i = 0; i <= NEAR_WORDS; i++) {
+        unsigned c = popcount64(w);
+        if (k < c) {
+            uint64_t m = base + (up ? select_bit(w, (unsigned)k) : select_bit_down(w, (unsigned)k));
+            return m >= lo && m < pc->seq ? m : UINT64_MAX;
+        }
+        k -= c;
+        if (up) {
+            base += 64;
+            if (base >= pc->seq)
+                return UINT64_MAX;
+            w = pc->live[(base % W) / 64];
+        } else {
+            if (base < 64 || base - 64 + 63 < lo)
+                return UINT64_MAX;
+            base -= 64;
+            w = pc->live[(base % W) / 64];
+        }
+    }
+    return UINT64_MAX;
+}
+
+static int is_live(const struct mtl_ptrcode *pc, uint32_t slot)
+{
+    return (pc->live[slot / 64] >> (slot % 64)) & 1;
+}
+
+static void set_live(struct mtl_ptrcode *pc, uint32_t slot, int on)
+{
+    if (on)
+        pc->live[slot / 64] |= 1ull << (slot % 64);
+    else
+        pc->live[slot / 64] &= ~(1ull << (slot % 64));
+    pc->nlive += on ? 1 : (uint64_t)-1;
+    fen_add(pc, slot / 64, on ? 1 : -1);
+}
+
+/* --- the encoder's index: address -> ring slot of its live block ------- */
+
+/* An entry: the ring slot + 1 in its low 20 bits, 12 bits of the address
+ * above, so that a probe reads the ring only for a likely match. */
+#define SLOT_BITS 20
+_Static_assert(W < (1u << SLOT_BITS), "ring slots fit an entry");
+
+static uint32_t entry_of(uint64_t ptr, uint32_t slot)
+{
+    return (uint32_t)((ptr >> 4) & 0xfff) << SLOT_BITS | (slot + 1);
+}
+
+static uint32_t entry_slot(uint32_t e)
+{
+    return (e & ((1u << SLOT_BITS) - 1)) - 1;
+}
+
+/* Blocks near each other in memory go near each other in the table (a
+ * free is mostly of a recent block, an allocation next to the last): the
+ * 4 KiB page by a hash, the place in the page as it is. */
+static uint32_t index_home(uint64_t ptr)
+{
+    uint64_t page = (ptr >> 12) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)((page >> 40) + ((ptr >> 4) & 0xff)) & (INDEX_SLOTS - 1);
+}
+
+/* The entry of ptr's block, or that of the empty slot where it would go. */
+static uint32_t index_at(const struct mtl_ptrcode *pc, uint64_t ptr)
+{
+    uint32_t i = index_home(ptr), tag = entry_of(ptr, 0) & ~((1u << SLOT_BITS) - 1);
+    for (uint32_t e; (e = pc->index[i]); i = (i + 1) & (INDEX_SLOTS - 1))
+        if ((e & ~((1u << SLOT_BITS) - 1)) == tag && pc->ring[entry_slot(e)] == ptr)
+            break;
+    return i;
+}
+
+/* Empties entry i: each later entry of the run that may moves up. */
+static void index_remove(struct mtl_ptrcode *pc, uint32_t i)
+{
+    for (uint32_t j = (i + 1) & (INDEX_SLOTS - 1); pc->index[j]; j = (j + 1) & (INDEX_SLOTS - 1)) {
+        uint32_t home = index_home(pc->ring[entry_slot(pc->index[j])]);
+        if (((j - home) & (INDEX_SLOTS - 1)) >= ((j - i) & (INDEX_SLOTS - 1))) {
+            pc->index[i] = pc->index[j];
+            i = j;
+        }
+    }
+    pc->index[i] = 0;
+}
+
+/* --- size classes and the thread's lists ------------------------------ */
+
+/* glibc's chunk for size bytes: what the next block of a growing heap
+ * starts after (other allocators come close enough to predict). */
+static uint64_t chunk_of(uint64_t size)
+{
+    uint64_t c = (size + 23) & ~(uint64_t)15;
+    return c < 32 ? 32 : c;
+}
+
+static uint16_t class_of(uint64_t size)
+{
+    return size >= (uint64_t)CLASS_MAX * 16 - 23 ? CLASS_MAX : (uint16_t)(chunk_of(size) / 16);
+}
+
+static uint32_t class_key(uint32_t lane, uint16_t cls)
+{
+    return 1u << 24 | lane << 16 | cls;
+}
+
+static struct class_list *class_list(struct mtl_ptrcode *pc, uint32_t key)
+{
+    return &pc->classes[((uint64_t)key * 0x9e3779b97f4a7c15ull) >> (64 - CLASS_BITS)];
+}
+
+static void class_take(struct class_list *cl, unsigned i)
+{
+    memmove(&cl->ptr[i], &cl->ptr[i + 1], (DEPTH - 1 - i) * sizeof cl->ptr[0]);
+    cl->ptr[DEPTH - 1] = 0;
+}
+
+static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t ptr)
+{
+    struct class_list *cl = class_list(pc, key);
+    if (cl->key != key) {
+        memset(cl, 0, sizeof *cl);
+        cl->key = key;
+    }
+    memmove(&cl->ptr[1], &cl->ptr[0], (DEPTH - 1) * sizeof cl->ptr[0]);
+    cl->ptr[0] = ptr;
+}
+
+static uint32_t lane_of(uint32_t thread)
+{
+    return thread % MTL_PC_LANES;
+}
+
+/* --- the model's two moves -------------------------------------------- */
+
+static int is_gc(const struct mtl_ptrcode *pc, uint32_t slot)
+{
+    return (pc->gc[slot / 64] >> (slot % 64)) & 1;
+}
+
+/* The encoder's news of a malloc block of the window that ended (gone) or
+ * left it live (left); news may be NULL. */
+static void tell(const struct mtl_ptrcode *pc, uint32_t slot, int left, struct mtl_pc_news *news)
+{
+    if (!news || is_gc(pc, slot))
+        return;
+    if (left) {
+        news->left = 1;
+        news->left_ptr = pc->ring[slot];
+        news->left_size = pc->size[slot];
+    } else {
+        news->gone = 1;
+        news->gone_size = pc->size[slot];
+    }
+}
+
+static void allocated(struct mtl_ptrcode *pc, struct lane *L, uint64_t size, uint64_t ptr,
+                      int gc, struct mtl_pc_news *news)
+{
+    uint32_t slot = (uint32_t)(pc->seq % W);
+    if (pc->seq >= W && is_live(pc, slot)) {
+        set_live(pc, slot, 0); /* out of the window: frees of it go by difference */
+        if (pc->index) {
+            uint32_t i = index_at(pc, pc->ring[slot]);
+            if (pc->index[i] == entry_of(pc->ring[slot], slot)) {
+                index_remove(pc, i);
+                tell(pc, slot, 1, news);
+            }
+        }
+    }
+    pc->ring[slot] = ptr;
+    pc->size[slot] = size;
+    set_live(pc, slot, 1);
+    if (pc->index) {
+        uint32_t i = index_at(pc, ptr);
+        if (pc->index[i]) /* a block live at ptr: its free was never seen */
+            tell(pc, entry_slot(pc->index[i]), 0, news);
+        pc->index[i] = entry_of(ptr, slot);
+        if (gc)
+            pc->gc[slot / 64] |= 1ull << (slot % 64);
+        else
+            pc->gc[slot / 64] &= ~(1ull << (slot % 64));
+    }
+    pc->seq++;
+    L->end = ptr + chunk_of(size);
+    pc->last_alloc = ptr;
+}
+
+/* (The encoder has taken the block out of its index.) */
+static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
+{
+    struct lane *L = &pc->lanes[lane];
+    uint32_t slot = (uint32_t)(n % W);
+    uint64_t ptr = pc->ring[slot];
+    set_live(pc, slot, 0);
+    L->prev_free = n + 1;
+    class_push(pc, class_key(lane, class_of(pc->size[slot])), ptr);
+    L->recent[L->nrecent++ % MTL_PC_RECENT] = ptr;
+}
+
+/* --- public ------------------------------------------------------------ */
+
+struct mtl_ptrcode *mtl__pc_new(int encoder)
+{
+    size_t off[8], bytes = 0;
+    const size_t sizes[8] = { W * sizeof(uint64_t), W * sizeof(uint64_t),
+                              WORDS * sizeof(uint64_t), (WORDS + 1) * sizeof(uint32_t),
+                              MTL_PC_LANES * sizeof(struct lane),
+                              ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
+                              encoder ? INDEX_SLOTS * sizeof(uint32_t) : 0,
+                              encoder ? WORDS * sizeof(uint64_t) : 0 };
+    bytes = (sizeof(struct mtl_ptrcode) + 63) & ~(size_t)63;
+    for (int i = 0; i < 8; i++) {
+        off[i] = bytes;
+        bytes += (sizes[i] + 63) & ~(size_t)63;
+    }
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct mtl_ptrcode *pc = m;
+    uint8_t *b = m;
+    pc->ring = (uint64_t *)(b + off[0]);
+    pc->size = (uint64_t *)(b + off[1]);
+    pc->live = (uint64_t *)(b + off[2]);
+    pc->fen = (uint32_t *)(b + off[3]);
+    pc->lanes = (struct lane *)(b + off[4]);
+    pc->classes = (struct class_list *)(b + off[5]);
+    pc->index = encoder ? (uint32_t *)(b + off[6]) : NULL;
+    pc->gc = encoder ? (uint64_t *)(b + off[7]) : NULL;
+    pc->arrays = b;
+    pc->bytes = bytes;
+    return pc;
+}
+
+void mtl__pc_reset(struct mtl_ptrcode *pc)
+{
+    /* Pages given back read as zero: the start state, touched again only
+     * as far as the next trace goes. */
+    size_t page = 4096, first = (sizeof *pc + page - 1) & ~(page - 1);
+    if (first < pc->bytes)
+        madvise(pc->arrays + first, pc->bytes - first, MADV_DONTNEED);
+    memset(pc->arrays + sizeof *pc, 0, first - sizeof *pc);
+    pc->seq = pc->nlive = pc->last_alloc = 0;
+}
+
+void mtl__pc_free(struct mtl_ptrcode *pc)
+{
+    if (pc)
+        munmap(pc->arrays, pc->bytes);
+}
+
+unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size,
+                           uint64_t ptr, int gc, uint64_t v[2], struct mtl_pc_news *news)
+{
+    uint32_t lane = lane_of(thread);
+    struct lane *L = &pc->lanes[lane];
+    uint32_t key = class_key(lane, class_of(size));
+    struct class_list *cl = class_list(pc, key);
+    uint64_t code = 0;
+    if (cl->key == key)
+        for (unsigned i = 0; i < DEPTH && !code; i++)
+            if (cl->ptr[i] == ptr)
+                code = i + 1;
+    if (!code && ptr == L->end)
+        code = DEPTH + 1;
+    for (uint64_t i = 0; !code && i < MTL_PC_RECENT && i < L->nrecent; i++)
+        if (L->recent[(L->nrecent - 1 - i) % MTL_PC_RECENT] == ptr)
+            code = DEPTH + 2 + i;
+    unsigned n = 1;
+    v[0] = code;
+    if (!code)
+        v[n++] = mtl__zigzag((int64_t)(ptr - L->end));
+    else if (code <= DEPTH)
+        class_take(cl, (unsigned)code - 1);
+    allocated(pc, L, size, ptr, gc, news);
+    return n;
+}
+
+int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, uint64_t v0,
+                      uint64_t v1, uint64_t *ptr)
+{
+    uint32_t lane = lane_of(thread);
+    struct lane *L = &pc->lanes[lane];
+    if (v0 == 0) {
+        *ptr = L->end + (uint64_t)mtl__unzigzag(v1);
+    } else if (v0 <= DEPTH) {
+        uint32_t key = class_key(lane, class_of(size));
+        struct class_list *cl = class_list(pc, key);
+        if (cl->key != key)
+            return -1;
+        *ptr = cl->ptr[v0 - 1];
+        class_take(cl, (unsigned)v0 - 1);
+    } else if (v0 == DEPTH + 1) {
+        *ptr = L->end;
+    } else {
+        uint64_t i = v0 - DEPTH - 2;
+        if (i >= MTL_PC_RECENT || i >= L->nrecent)
+            return -1;
+        *ptr = L->recent[(L->nrecent - 1 - i) % MTL_PC_RECENT];
+    }
+    allocated(pc, L, size, *ptr, 0, NULL);
+    return 0;
+}
+
+/* The thread's previous free by place, if still in the window: 1 and its
+ * allocation number in *q. */
+static int previous_free(const struct mtl_ptrcode *pc, const struct lane *L, uint64_t *q)
+{
+    if (!L->prev_free || L->prev_free - 1 < window_start(pc))
+        return 0;
+    *q = L->prev_free - 1;
+    return 1;
+}
+
+unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr, uint64_t v[2],
+                          struct mtl_pc_news *news)
+{
+    uint32_t lane = lane_of(thread);
+    struct lane *L = &pc->lanes[lane];
+    uint32_t at = index_at(pc, ptr), e = pc->index[at];
+    if (!e) {
+        v[0] = 0;
+        v[1] = mtl__zigzag((int64_t)(ptr - L->last_escape));
+        L->last_escape = ptr;
+        return 2;
+    }
+    uint32_t slot = entry_slot(e);
+    index_remove(pc, at);
+    tell(pc, slot, 0, news);
+    /* the allocation number of the slot: the latest that maps to it */
+    uint64_t n = pc->seq - 1 - ((pc->seq - 1 - slot) % W);
+    uint64_t rank = live_between(pc, n + 1, pc->seq), q;
+    v[0] = 2 * rank + 1;
+    if (previous_free(pc, L, &q)) {
+        uint64_t rel = n > q ? 2 * live_between(pc, q + 1, n) : 2 * live_between(pc, n + 1, q) + 1;
+        if (rel < rank)
+            v[0] = 2 * rel + 2;
+    }
+    freed(pc, lane, n);
+    return 1;
+}
+
+/* The allocation number of the block a FREE's k (not 0) names: near the
+ * reference, word by word; else by its place among all the live (oldest
+ * first) through the tree.  0, or -1 when it names none. */
+static int block_of_free(const struct mtl_ptrcode *pc, const struct lane *L, uint64_t v0,
+                         uint64_t *n)
+{
+    uint64_t k, q;
+    if (v0 & 1) {
+        uint64_t rank = (v0 - 1) / 2;
+        if ((*n = near_live(pc, pc->seq, rank, 0)) != UINT64_MAX)
+            return 0;
+        if (rank >= pc->nlive)
+            return -1;
+        k = pc->nlive - 1 - rank;
+    } else {
+        uint64_t rel = (v0 - 2) / 2, j = rel / 2;
+        if (!previous_free(pc, L, &q))
+            return -1;
+        if ((*n = near_live(pc, q, j, rel % 2 == 0)) != UINT64_MAX)
+            return 0;
+        if (j >= pc->nlive)
+            return -1;
+        uint64_t lo = window_start(pc);
+        if (rel % 2 == 0) {
+            k = live_between(pc, lo, q + 1) + j;
+            if (k >= pc->nlive)
+                return -1;
+        } else {
+            uint64_t before = live_between(pc, lo, q);
+            if (j >= before)
+                return -1;
+            k = before - 1 - j;
+        }
+    }
+    *n = nth_live(pc, k);
+    return 0;
+}
+
+int mtl__pc_get_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t v0, uint64_t v1,
+                     uint64_t *ptr)
+{
+    uint32_t lane = lane_of(thread);
+    struct lane *L = &pc->lanes[lane];
+    if (v0 == 0) {
+        *ptr = L->last_escape + (uint64_t)mtl__unzigzag(v1);
+        L->last_escape = *ptr;
+        return 0;
+    }
+    uint64_t n;
+    if (block_of_free(pc, L, v0, &n) < 0)
+        return -1;
+    *ptr = pc->ring[n % W];
+    freed(pc, lane, n);
+    return 0;
+}
+
+uint64_t mtl__pc_put_tag(struct mtl_ptrcode *pc, uint64_t ptr)
+{
+    return mtl__zigzag((int64_t)(ptr - pc->last_alloc));
+}
+
+uint64_t mtl__pc_get_tag(const struct mtl_ptrcode *pc, uint64_t v)
+{
+    return pc->last_alloc + (uint64_t)mtl__unzigzag(v);
+}

@@ -1,0 +1,72 @@
+/*
+ * ptrcode.h: how version 4 traces code addresses (docs/FORMAT.md,
+ * "Addresses"), the one model that the encoder and the reader both keep.
+ *
+ * An address is coded by what the two sides can both predict from the
+ * records so far, instead of by its value:
+ *   - an allocation, as a block this thread freed lately of the same size
+ *     class (allocators hand those out first), as the end of its previous
+ *     allocation (a heap growing by bump), as one of its last 64 frees, or
+ *     else as a difference from that end;
+ *   - a free, as its block's place among the live blocks of the last
+ *     MTL_PC_WINDOW allocations: counted from the newest, or from the
+ *     thread's previous free (blocks freed in the order they were made),
+ *     whichever is smaller; an older block as a difference from the
+ *     thread's previous such free.
+ * Exact whatever the allocator: a prediction that misses costs bytes,
+ * never the address.  Memory is fixed (about 9 MiB for the reader, 13 for
+ * the encoder, mapped and touched as the trace grows), never the number of
+ * live blocks.
+ *
+ * The encoder calls mtl__pc_put_*, the reader mtl__pc_get_* with the
+ * values read back; both in the order of the records, with the thread of
+ * the last THREAD_SWITCH.  Nothing here calls malloc (the recorder's
+ * writer thread runs the encoder).
+ */
+#ifndef MTL_TRACE_PTRCODE_H
+#define MTL_TRACE_PTRCODE_H
+
+#include <stdint.h>
+
+#define MTL_PC_WINDOW (1u << 19)  /* allocations whose blocks a free can name */
+#define MTL_PC_LANES 256          /* threads are kept apart modulo this */
+#define MTL_PC_CLASS_DEPTH 8      /* frees kept per (thread, size class) */
+#define MTL_PC_RECENT 64          /* frees kept per thread, any class */
+
+struct mtl_ptrcode;
+
+/* A model in its start state (a new trace), with the address index the
+ * encoder needs when encoder is non-zero.  NULL when out of memory. */
+struct mtl_ptrcode *mtl__pc_new(int encoder);
+void mtl__pc_reset(struct mtl_ptrcode *pc);
+void mtl__pc_free(struct mtl_ptrcode *pc);
+
+/* What the encoder learns of the window's blocks that are not a
+ * collector's (gc): one ended (freed, or replaced by a new block at its
+ * address: its free never seen) and its size; one left the window live.
+ * Enough to keep live bytes with a map of only the blocks older than the
+ * window.  Zero it before each call. */
+struct mtl_pc_news {
+    int gone, left;
+    uint64_t gone_size;
+    uint64_t left_ptr, left_size;
+};
+
+/* Encoder: the values of an ALLOC's, a FREE's or a TAG's address, into
+ * v[0] and, when v[0] is 0 (ALLOC, FREE), v[1]; returns how many.  news
+ * may be NULL. */
+unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size,
+                           uint64_t ptr, int gc, uint64_t v[2], struct mtl_pc_news *news);
+unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr, uint64_t v[2],
+                          struct mtl_pc_news *news);
+uint64_t mtl__pc_put_tag(struct mtl_ptrcode *pc, uint64_t ptr);
+
+/* Reader: the address from the values (v1 read only when v0 is 0).
+ * 0, or -1 when the values name no block (a corrupt trace). */
+int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, uint64_t v0,
+                      uint64_t v1, uint64_t *ptr);
+int mtl__pc_get_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t v0, uint64_t v1,
+                     uint64_t *ptr);
+uint64_t mtl__pc_get_tag(const struct mtl_ptrcode *pc, uint64_t v);
+
+#endif

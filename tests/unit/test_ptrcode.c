@@ -1,0 +1,277 @@
+/* test_ptrcode: version 4's address coding gives back every address
+ * exactly: the model alone (each prediction and each reference taken,
+ * blocks older than the window, an address allocated twice, frees of
+ * unknown blocks, several threads), the whole encoder and reader on the
+ * same events, and corrupt values refused without a crash. */
+#include <string.h>
+
+#include "check.h"
+#include "common/hmap.h"
+#include "memtally/trace.h"
+#include "trace/encoder.h"
+#include "trace/ptrcode.h"
+
+/* A small allocator to drive the model: per-thread LIFO free lists per
+ * size class (as tcache), a bump pointer, and a few odd moves. */
+#define MAXLIVE (1u << 21)
+#define THREADS 3
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+enum op { OP_ALLOC, OP_FREE, OP_TAG };
+struct step {
+    enum op op;
+    uint32_t thread;
+    uint64_t size, ptr;
+};
+
+static struct step *steps;
+static size_t nsteps;
+static uint64_t live[MAXLIVE], live_size[MAXLIVE];
+static size_t nlive;
+static uint64_t freelist[THREADS][64][16];
+static unsigned nfree[THREADS][64];
+static uint64_t top = 0x555500000000ull;
+
+static void add(enum op op, uint32_t thread, uint64_t size, uint64_t ptr)
+{
+    steps[nsteps++] = (struct step){ op, thread, size, ptr };
+}
+
+static void do_alloc(uint32_t t, uint64_t size)
+{
+    unsigned c = (unsigned)((size + 23) / 16) & 63;
+    uint64_t p;
+    if (nfree[t][c] && rnd() % 8)
+        p = freelist[t][c][--nfree[t][c]];
+    else if (rnd() % 16 == 0)
+        p = (rnd() & 0xffffffffff0ull) | 0x7f0000000000ull; /* somewhere else */
+    else
+        p = top, top += (size + 23) & ~15ull;
+    add(OP_ALLOC, t, size, p);
+    live[nlive] = p;
+    live_size[nlive++] = size;
+}
+
+static void do_free(uint32_t t, size_t i)
+{
+    uint64_t p = live[i];
+    unsigned c = (unsigned)((live_size[i] + 23) / 16) & 63;
+    add(OP_FREE, t, 0, p);
+    if (nfree[t][c] < 16)
+        freelist[t][c][nfree[t][c]++] = p;
+    live[i] = live[--nlive];
+    live_size[i] = live_size[nlive];
+}
+
+/* About n allocations: churn of short lives, long-lived blocks freed in
+ * allocation order and in reverse, addresses allocated twice, frees of
+ * blocks never seen, tags. */
+static void make_steps(size_t n)
+{
+    steps = calloc(4 * n + 1000, sizeof *steps);
+    nsteps = nlive = 0;
+    /* Blocks that outlive the window, freed at the end. */
+    static uint64_t kept[2000];
+    for (size_t k = 0; k < 2000; k++) {
+        kept[k] = top;
+        top += 64;
+        add(OP_ALLOC, 0, 40, kept[k]);
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint32_t t = (uint32_t)(rnd() % THREADS);
+        uint64_t r = rnd() % 1000;
+        do_alloc(t, 1 + rnd() % (r < 900 ? 200 : 5000));
+        if (r < 5)
+            add(OP_TAG, t, 0, live[nlive - 1]);
+        if (r < 3) /* the same address again, without its free */
+            add(OP_ALLOC, t, 8, live[rnd() % nlive]);
+        if (r < 2)
+            add(OP_FREE, t, 0, 0x1000 + rnd() % 0x100000); /* allocated before the trace */
+        while (nlive > 1 && rnd() % 100 < 48) /* short lives: the newest mostly */
+            do_free(t, rnd() % 4 ? nlive - 1 : (size_t)(rnd() % nlive));
+        if (k % 50000 == 49999 && nlive > 100) { /* a bulk free in order */
+            size_t m = nlive / 2;
+            for (size_t i = 0; i < m; i++)
+                do_free(t, 0);
+        }
+    }
+    while (nlive)
+        do_free((uint32_t)(rnd() % THREADS), nlive - 1);
+    for (size_t k = 0; k < 2000; k++)
+        add(OP_FREE, 1, 0, kept[k]);
+}
+
+/* Live bytes as memtally record keeps them from the encoder's news: a
+ * map of the blocks that left the window only. */
+struct live {
+    struct mtl_hmap old;
+    uint64_t bytes;
+};
+
+static void live_news(struct live *l, const struct mtl_pc_news *n)
+{
+    if (n->gone)
+        l->bytes -= n->gone_size;
+    if (n->left)
+        CHECK(mtl_hmap_put(&l->old, n->left_ptr, n->left_size, NULL) == 0);
+}
+
+/* The model alone: every value the encoder gives decodes to the address,
+ * and its news keep live bytes exact. */
+static void model_round_trip(void)
+{
+    struct mtl_ptrcode *enc = mtl__pc_new(1), *dec = mtl__pc_new(0);
+    CHECK(enc && dec);
+    for (int pass = 0; pass < 2; pass++) {
+        size_t wrong = 0, by_place = 0, escapes = 0;
+        struct live l = { MTL_HMAP_INIT, 0 };
+        struct mtl_hmap truth = MTL_HMAP_INIT; /* every live block: address -> size */
+        uint64_t truth_bytes = 0, size;
+        int left_seen = 0;
+        for (size_t i = 0; i < nsteps; i++) {
+            const struct step *s = &steps[i];
+            uint64_t v[2] = { 0, 0 }, back = 0;
+            int rc = 0;
+            if (s->op == OP_TAG) {
+                back = mtl__pc_get_tag(dec, mtl__pc_put_tag(enc, s->ptr));
+            } else if (s->op == OP_ALLOC) {
+                struct mtl_pc_news n = { 0 };
+                mtl__pc_put_alloc(enc, s->thread, s->size, s->ptr, 0, v, &n);
+                live_news(&l, &n);
+                left_seen |= n.left;
+                if (l.old.count && mtl_hmap_take(&l.old, s->ptr, &size))
+                    l.bytes -= size;
+                l.bytes += s->size;
+                if (mtl_hmap_put(&truth, s->ptr, s->size, &size) == 1)
+                    truth_bytes -= size;
+                truth_bytes += s->size;
+                rc = mtl__pc_get_alloc(dec, s->thread, s->size, v[0], v[1], &back);
+            } else {
+                struct mtl_pc_news n = { 0 };
+                mtl__pc_put_free(enc, s->thread, s->ptr, v, &n);
+                live_news(&l, &n);
+                if (v[0] == 0 && mtl_hmap_take(&l.old, s->ptr, &size))
+                    l.bytes -= size;
+                if (mtl_hmap_take(&truth, s->ptr, &size))
+                    truth_bytes -= size;
+                by_place += v[0] != 0;
+                escapes += v[0] == 0;
+                rc = mtl__pc_get_free(dec, s->thread, v[0], v[1], &back);
+            }
+            if (i % 1000 == 0 || i == nsteps - 1)
+                CHECK_EQ(l.bytes, truth_bytes);
+            wrong += rc != 0 || back != s->ptr;
+        }
+        CHECK_EQ(wrong, 0);
+        CHECK(by_place > escapes * 10); /* the window names most frees */
+        CHECK(escapes > 0);             /* and some are older or unknown */
+        CHECK(left_seen);               /* blocks outlived the window */
+        mtl_hmap_release(&l.old);
+        mtl_hmap_release(&truth);
+        /* A new trace starts from scratch: the same again. */
+        mtl__pc_reset(enc);
+        mtl__pc_reset(dec);
+    }
+    mtl__pc_free(enc);
+    mtl__pc_free(dec);
+}
+
+/* Corrupt values: refused or decoded, never a crash; the window's first
+ * free cannot name a block that is not there. */
+static void corrupt_values(void)
+{
+    struct mtl_ptrcode *dec = mtl__pc_new(0);
+    uint64_t p;
+    CHECK(mtl__pc_get_free(dec, 0, 1, 0, &p) < 0);  /* newest live: none */
+    CHECK(mtl__pc_get_free(dec, 0, 2, 0, &p) < 0);  /* no previous free */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 3, 0, &p) < 0); /* no list */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, MTL_PC_CLASS_DEPTH + 2, 0, &p) < 0); /* no free */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 0, 200, &p) == 0);
+    CHECK(mtl__pc_get_free(dec, 0, 3, 0, &p) < 0);  /* one live: rank 1 is none */
+    CHECK(mtl__pc_get_free(dec, 0, UINT64_MAX, 0, &p) < 0);
+    CHECK(mtl__pc_get_free(dec, 0, UINT64_MAX - 1, 0, &p) < 0);
+    for (int i = 0; i < 100000; i++) {
+        uint64_t v0 = rnd() % 4 ? rnd() % 200 : rnd(), v1 = rnd();
+        if (rnd() % 2)
+            (void)mtl__pc_get_alloc(dec, (uint32_t)rnd(), rnd() % 3000, v0, v1, &p);
+        else
+            (void)mtl__pc_get_free(dec, (uint32_t)rnd(), v0, v1, &p);
+    }
+    mtl__pc_free(dec);
+}
+
+/* The encoder and the reader on the same events, through a trace. */
+static uint8_t *file;
+static size_t file_len, file_cap;
+
+static int mem_sink(void *ctx, const void *p, size_t n)
+{
+    (void)ctx;
+    if (file_len + n > file_cap) {
+        file_cap = (file_len + n) * 2;
+        file = realloc(file, file_cap);
+    }
+    memcpy(file + file_len, p, n);
+    file_len += n;
+    return 0;
+}
+
+static void trace_round_trip(void)
+{
+    static struct mtl_encoder e;
+    CHECK(mtl_encoder_setup(&e) == 0);
+    struct mtl_trace_info info = { .program = "test", .command_line = "test", .pid = 1 };
+    CHECK(mtl_encoder_begin_values(&e, &info, mem_sink, NULL) == 0);
+    for (uint32_t t = 0; t < THREADS; t++) {
+        struct mtl_event ev = { .type = MTL_EV_THREAD_START, .thread = t };
+        mtl_encoder_put_event(&e, &ev, 100 + t, NULL);
+    }
+    for (size_t i = 0; i < nsteps; i++) {
+        const struct step *s = &steps[i];
+        struct mtl_event ev = { .thread = s->thread, .ptr = s->ptr, .size = s->size,
+                                .time_us = i / 16 };
+        ev.type = s->op == OP_ALLOC ? MTL_EV_ALLOC : s->op == OP_FREE ? MTL_EV_FREE : MTL_EV_TAG;
+        mtl_encoder_put_event(&e, &ev, 0, NULL);
+    }
+    mtl_encoder_end_values(&e, nsteps / 16 + 1, MTL_END_EXIT, 0);
+    CHECK(!e.failed);
+
+    struct mtl_reader *r;
+    CHECK(mtl_reader_open_memory(&r, file, file_len) == 0);
+    CHECK_EQ(mtl_reader_info(r)->version, 4);
+    struct mtl_event ev;
+    size_t i = 0, wrong = 0;
+    int rc;
+    while ((rc = mtl_reader_next(r, &ev)) > 0) {
+        if (ev.type != MTL_EV_ALLOC && ev.type != MTL_EV_FREE && ev.type != MTL_EV_TAG)
+            continue;
+        CHECK(i < nsteps);
+        wrong += ev.ptr != steps[i].ptr ||
+                 (ev.type != MTL_EV_TAG && ev.thread != steps[i].thread);
+        i++;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(i, nsteps);
+    CHECK_EQ(wrong, 0);
+    CHECK(mtl_reader_info(r)->complete);
+    mtl_reader_close(r);
+}
+
+int main(void)
+{
+    make_steps(700000); /* more than the window's 2^19 allocations */
+    model_round_trip();
+    corrupt_values();
+    trace_round_trip();
+    free(steps);
+    free(file);
+    CHECKS_DONE();
+}
