@@ -10,7 +10,7 @@
 #define W MTL_PC_WINDOW
 #define WORDS (W / 64)
 #define DEPTH MTL_PC_CLASS_DEPTH
-#define CLASS_BITS 14
+#define CLASS_BITS 12
 #define INDEX_SLOTS (2 * W) /* at most half full: a slot per window entry */
 #define CLASS_MAX 0xffffu
 

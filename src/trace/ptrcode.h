@@ -30,7 +30,7 @@
 
 #define MTL_PC_WINDOW (1u << 19)  /* allocations whose blocks a free can name */
 #define MTL_PC_LANES 256          /* threads are kept apart modulo this */
-#define MTL_PC_CLASS_DEPTH 8      /* frees kept per (thread, size class) */
+#define MTL_PC_CLASS_DEPTH 32      /* frees kept per (thread, size class) */
 #define MTL_PC_RECENT 64          /* frees kept per thread, any class */
 
 struct mtl_ptrcode;
