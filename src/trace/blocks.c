@@ -53,6 +53,7 @@ struct mtl_blocks {
     _Atomic int want_ptr;
     _Atomic int want_sums;
     enum mtl_mode mode;    /* for the sums' weights */
+    int stack_deltas;      /* mtl__blocks_stack_deltas */
     uint64_t rate;
 
     struct slot *slots;
@@ -148,8 +149,9 @@ static void claim(struct mtl_blocks *b, struct slot *s)
     b->number++;
 }
 
-/* Decodes stream i of s's payload into numbers. */
-static int decode_stream(struct slot *s, int i)
+/* Decodes stream i of s's payload into numbers (deltas: each the sum of
+ * the differences so far, version 4's stacks). */
+static int decode_stream(struct slot *s, int i, int deltas)
 {
     const uint8_t *p = s->sp[i], *e = s->se[i];
     size_t len = (size_t)(e - p);
@@ -174,6 +176,11 @@ static int decode_stream(struct slot *s, int i)
     }
     s->blk.val[i] = s->vals[i];
     s->blk.nval[i] = (uint32_t)(o - s->vals[i]);
+    if (deltas) {
+        uint64_t sum = 0;
+        for (uint64_t *v = s->vals[i]; v < o; v++)
+            *v = sum += (uint64_t)mtl__unzigzag(*v);
+    }
     return 0;
 }
 
@@ -181,8 +188,9 @@ static int decode_stream(struct slot *s, int i)
  * streams, which are then counted even when not decoded. */
 static void make_sums(const struct mtl_blocks *b, struct slot *s, struct decoder *d)
 {
-    struct mtl_sums_stream size = { s->sp[MTL_S_SIZE], s->se[MTL_S_SIZE], 0, 0 };
-    struct mtl_sums_stream stack = { s->sp[MTL_S_STACK], s->se[MTL_S_STACK], 0, 0 };
+    struct mtl_sums_stream size = { .p = s->sp[MTL_S_SIZE], .end = s->se[MTL_S_SIZE] };
+    struct mtl_sums_stream stack = { .p = s->sp[MTL_S_STACK], .end = s->se[MTL_S_STACK],
+                                     .deltas = (uint8_t)b->stack_deltas };
     mtl__sums_make(&s->sums, &d->sums, &size, &stack, b->mode, b->rate);
     s->blk.nval[MTL_S_SIZE] = size.n;
     s->blk.bad[MTL_S_SIZE] = size.bad;
@@ -250,7 +258,7 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
         if ((i == MTL_S_PTR && !b->want_ptr) ||
             (sums && (i == MTL_S_SIZE || i == MTL_S_STACK)))
             continue;
-        if (decode_stream(s, i) < 0)
+        if (decode_stream(s, i, i == MTL_S_STACK && b->stack_deltas) < 0)
             return finish(s, MTL_ENOMEM, 0);
     }
     if (sums)
@@ -348,6 +356,11 @@ void mtl__blocks_want_pointers(struct mtl_blocks *b, int want)
     b->want_ptr = want;
 }
 
+void mtl__blocks_stack_deltas(struct mtl_blocks *b, int on)
+{
+    b->stack_deltas = on;
+}
+
 void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate)
 {
     b->mode = mode;
@@ -434,7 +447,7 @@ int mtl__block_stream(struct mtl_blocks *b, enum mtl__stream s)
 {
     if (!b->cur || b->cur->blk.status != 1 || b->cur->blk.val[s] || s == MTL_S_MAIN)
         return 0;
-    return decode_stream(b->cur, s);
+    return decode_stream(b->cur, s, s == MTL_S_STACK && b->stack_deltas);
 }
 
 const struct mtl_block_sums *mtl__block_sums(struct mtl_blocks *b)

@@ -69,6 +69,11 @@ void mtl__blocks_want_pointers(struct mtl_blocks *b, int want);
  * decoded before are summed when asked (mtl__block_sums). */
 void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate);
 
+/* Version 4 on: the STACK stream holds each stack id as the difference
+ * from the one before it in the block (the first from 0); its numbers
+ * are handed out, and summed, as the ids.  Set before the first block. */
+void mtl__blocks_stack_deltas(struct mtl_blocks *b, int on);
+
 /* The next block, valid until the next call.  After an end or an error
  * the same answer comes again, except after mtl__blocks_rewind. */
 int mtl__blocks_next(struct mtl_blocks *b, const struct mtl_block **out);

@@ -90,6 +90,8 @@ static inline int next_value(struct mtl_sums_stream *s, uint64_t *v)
         return 0;
     }
     s->n++;
+    if (s->deltas)
+        *v = s->sum += (uint64_t)mtl__unzigzag(*v);
     return 1;
 }
 

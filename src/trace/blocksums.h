@@ -56,6 +56,8 @@ struct mtl_sums_stream {
     const uint8_t *p, *end;
     uint32_t n;
     uint8_t bad;
+    uint8_t deltas;   /* numbers are differences from the one before */
+    uint64_t sum;     /* with deltas: the last number */
 };
 
 /* Sums the allocations whose sizes and stacks these streams hold into

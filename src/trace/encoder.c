@@ -91,6 +91,7 @@ void mtl_encoder_flush(struct mtl_encoder *e)
         p += e->used[i];
         e->used[i] = 0;
     }
+    e->last_stack = 0; /* a block's stacks are differences from 0 on */
     size_t raw = (size_t)(p - e->raw);
     e->total = 0;
     size_t c = ZSTD_compress2(e->zc, e->out + MTL_BLOCK_HEADER_SIZE,
@@ -249,6 +250,7 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->block_seq = 0;
     mtl__pc_reset(e->pc);
     e->last_us = 0;
+    e->last_stack = 0;
     e->cur_thread = UINT32_MAX;
     e->last_rss = 0;
     e->allocations = e->frees = e->bytes = 0;
@@ -330,7 +332,8 @@ static void put_alloc(struct mtl_encoder *e, uint64_t t_ns, uint64_t size, uint3
     put_byte(e, MTL_S_MAIN, flags ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
     put_dt(e, t_ns);
     put_var(e, MTL_S_SIZE, size);
-    put_var(e, MTL_S_STACK, stack);
+    put_var(e, MTL_S_STACK, mtl__zigzag((int64_t)stack - (int64_t)e->last_stack));
+    e->last_stack = stack;
     uint64_t v[2];
     struct mtl_pc_news news = { 0 };
     put_ptr_values(e, v, mtl__pc_put_alloc(e->pc, e->cur_thread, size, ptr, gc, v, &news));

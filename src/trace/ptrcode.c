@@ -11,22 +11,32 @@
 #define WORDS (W / 64)
 #define DEPTH MTL_PC_CLASS_DEPTH
 #define CLASS_BITS 12
-#define INDEX_SLOTS (2 * W) /* at most half full: a slot per window entry */
+#define FR MTL_PC_FREES
+#define NEIGHBOURS 4        /* frees after or before the last one taken */
 #define CLASS_MAX 0xffffu
 
 _Static_assert((W & (W - 1)) == 0 && W >= 64, "the window is a power of two of words");
+_Static_assert((FR & (FR - 1)) == 0, "the frees' ring is a power of two");
 
 struct lane {
     uint64_t end;         /* its last allocation's address plus its chunk */
     uint64_t prev_free;   /* allocation number + 1 of its last free by place */
     uint64_t last_escape; /* its last free coded by difference */
-    uint64_t nrecent;     /* frees put in recent so far */
-    uint64_t recent[MTL_PC_RECENT];
+    uint64_t taken;       /* the free number its last allocation took, or 0 */
+    uint64_t nears;       /* encoder: a bit per recent allocation, 1: coded near taken */
 };
 
 struct class_list {
     uint32_t key; /* 1 << 24 | lane << 16 | class: whose list it is now */
-    uint64_t ptr[DEPTH]; /* newest first, 0 past the end */
+    uint64_t free[DEPTH]; /* free numbers, newest first, 0 past the end */
+};
+
+/* The encoder's index of addresses into one of the rings: open
+ * addressing, the table twice the ring. */
+struct index {
+    uint32_t *e;          /* NULL in the reader */
+    const uint64_t *ring; /* the addresses its entries name */
+    uint32_t mask;        /* slots - 1 */
 };
 
 struct mtl_ptrcode {
@@ -38,10 +48,13 @@ struct mtl_ptrcode {
     uint64_t *size;      /* its size */
     uint64_t *live;      /* a bit per ring slot: its block is live */
     uint64_t *gc;        /* encoder: a bit per ring slot: a collector's block */
+    uint64_t frees;      /* frees so far: the last one's number (from 1) */
+    uint64_t *fring;     /* the address of free number f at f % FR */
     uint32_t *fen;       /* a Fenwick tree of the live bits per word, from 1 */
     struct lane *lanes;
     struct class_list *classes;
-    uint32_t *index;     /* encoder: address -> ring slot + 1, or NULL */
+    struct index live_ix; /* encoder: address -> ring slot of its live block */
+    struct index free_ix; /* encoder: address -> fring slot of its last free */
     uint8_t *arrays;     /* the mapping */
     size_t bytes;
 };
@@ -230,33 +243,41 @@ static uint32_t entry_slot(uint32_t e)
 /* Blocks near each other in memory go near each other in the table (a
  * free is mostly of a recent block, an allocation next to the last): the
  * 4 KiB page by a hash, the place in the page as it is. */
-static uint32_t index_home(uint64_t ptr)
+static uint32_t index_home(const struct index *x, uint64_t ptr)
 {
     uint64_t page = (ptr >> 12) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)((page >> 40) + ((ptr >> 4) & 0xff)) & (INDEX_SLOTS - 1);
+    return (uint32_t)((page >> 40) + ((ptr >> 4) & 0xff)) & x->mask;
 }
 
-/* The entry of ptr's block, or that of the empty slot where it would go. */
-static uint32_t index_at(const struct mtl_ptrcode *pc, uint64_t ptr)
+/* The entry of ptr, or that of the empty slot where it would go. */
+static uint32_t index_at(const struct index *x, uint64_t ptr)
 {
-    uint32_t i = index_home(ptr), tag = entry_of(ptr, 0) & ~((1u << SLOT_BITS) - 1);
-    for (uint32_t e; (e = pc->index[i]); i = (i + 1) & (INDEX_SLOTS - 1))
-        if ((e & ~((1u << SLOT_BITS) - 1)) == tag && pc->ring[entry_slot(e)] == ptr)
+    uint32_t i = index_home(x, ptr), tag = entry_of(ptr, 0) & ~((1u << SLOT_BITS) - 1);
+    for (uint32_t e; (e = x->e[i]); i = (i + 1) & x->mask)
+        if ((e & ~((1u << SLOT_BITS) - 1)) == tag && x->ring[entry_slot(e)] == ptr)
             break;
     return i;
 }
 
 /* Empties entry i: each later entry of the run that may moves up. */
-static void index_remove(struct mtl_ptrcode *pc, uint32_t i)
+static void index_remove(struct index *x, uint32_t i)
 {
-    for (uint32_t j = (i + 1) & (INDEX_SLOTS - 1); pc->index[j]; j = (j + 1) & (INDEX_SLOTS - 1)) {
-        uint32_t home = index_home(pc->ring[entry_slot(pc->index[j])]);
-        if (((j - home) & (INDEX_SLOTS - 1)) >= ((j - i) & (INDEX_SLOTS - 1))) {
-            pc->index[i] = pc->index[j];
+    for (uint32_t j = (i + 1) & x->mask; x->e[j]; j = (j + 1) & x->mask) {
+        uint32_t home = index_home(x, x->ring[entry_slot(x->e[j])]);
+        if (((j - home) & x->mask) >= ((j - i) & x->mask)) {
+            x->e[i] = x->e[j];
             i = j;
         }
     }
-    pc->index[i] = 0;
+    x->e[i] = 0;
+}
+
+/* Before ring slot's address changes: its entry goes, if it is its. */
+static void index_leave(struct index *x, uint32_t slot)
+{
+    uint32_t i = index_at(x, x->ring[slot]);
+    if (x->e[i] == entry_of(x->ring[slot], slot))
+        index_remove(x, i);
 }
 
 /* --- size classes and the thread's lists ------------------------------ */
@@ -286,19 +307,43 @@ static struct class_list *class_list(struct mtl_ptrcode *pc, uint32_t key)
 
 static void class_take(struct class_list *cl, unsigned i)
 {
-    memmove(&cl->ptr[i], &cl->ptr[i + 1], (DEPTH - 1 - i) * sizeof cl->ptr[0]);
-    cl->ptr[DEPTH - 1] = 0;
+    memmove(&cl->free[i], &cl->free[i + 1], (DEPTH - 1 - i) * sizeof cl->free[0]);
+    cl->free[DEPTH - 1] = 0;
 }
 
-static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t ptr)
+static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t f)
 {
     struct class_list *cl = class_list(pc, key);
     if (cl->key != key) {
         memset(cl, 0, sizeof *cl);
         cl->key = key;
     }
-    memmove(&cl->ptr[1], &cl->ptr[0], (DEPTH - 1) * sizeof cl->ptr[0]);
-    cl->ptr[0] = ptr;
+    memmove(&cl->free[1], &cl->free[0], (DEPTH - 1) * sizeof cl->free[0]);
+    cl->free[0] = f;
+}
+
+/* Whether free number f is still in the frees' ring. */
+static int free_known(const struct mtl_ptrcode *pc, uint64_t f)
+{
+    return f && f <= pc->frees && pc->frees - f < FR;
+}
+
+/* A free (by place or not): it takes the next number, its address goes
+ * in the frees' ring. */
+static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
+{
+    uint64_t f = ++pc->frees;
+    uint32_t slot = (uint32_t)(f % FR);
+    if (pc->free_ix.e) {
+        if (f > FR)
+            index_leave(&pc->free_ix, slot);
+        pc->fring[slot] = ptr;
+        uint32_t i = index_at(&pc->free_ix, ptr);
+        pc->free_ix.e[i] = entry_of(ptr, slot);
+    } else {
+        pc->fring[slot] = ptr;
+    }
+    return f;
 }
 
 static uint32_t lane_of(uint32_t thread)
@@ -335,10 +380,10 @@ static void allocated(struct mtl_ptrcode *pc, struct lane *L, uint64_t size, uin
     uint32_t slot = (uint32_t)(pc->seq % W);
     if (pc->seq >= W && is_live(pc, slot)) {
         set_live(pc, slot, 0); /* out of the window: frees of it go by difference */
-        if (pc->index) {
-            uint32_t i = index_at(pc, pc->ring[slot]);
-            if (pc->index[i] == entry_of(pc->ring[slot], slot)) {
-                index_remove(pc, i);
+        if (pc->live_ix.e) {
+            uint32_t i = index_at(&pc->live_ix, pc->ring[slot]);
+            if (pc->live_ix.e[i] == entry_of(pc->ring[slot], slot)) {
+                index_remove(&pc->live_ix, i);
                 tell(pc, slot, 1, news);
             }
         }
@@ -346,11 +391,14 @@ static void allocated(struct mtl_ptrcode *pc, struct lane *L, uint64_t size, uin
     pc->ring[slot] = ptr;
     pc->size[slot] = size;
     set_live(pc, slot, 1);
-    if (pc->index) {
-        uint32_t i = index_at(pc, ptr);
-        if (pc->index[i]) /* a block live at ptr: its free was never seen */
-            tell(pc, entry_slot(pc->index[i]), 0, news);
-        pc->index[i] = entry_of(ptr, slot);
+    if (pc->live_ix.e) {
+        uint32_t i = index_at(&pc->live_ix, ptr);
+        if (pc->live_ix.e[i]) /* a block live at ptr: its free was never seen */
+            tell(pc, entry_slot(pc->live_ix.e[i]), 0, news);
+        pc->live_ix.e[i] = entry_of(ptr, slot);
+        i = index_at(&pc->free_ix, ptr); /* no longer free */
+        if (pc->free_ix.e[i])
+            index_remove(&pc->free_ix, i);
         if (gc)
             pc->gc[slot / 64] |= 1ull << (slot % 64);
         else
@@ -369,23 +417,25 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
     uint64_t ptr = pc->ring[slot];
     set_live(pc, slot, 0);
     L->prev_free = n + 1;
-    class_push(pc, class_key(lane, class_of(pc->size[slot])), ptr);
-    L->recent[L->nrecent++ % MTL_PC_RECENT] = ptr;
+    class_push(pc, class_key(lane, class_of(pc->size[slot])), free_numbered(pc, ptr));
 }
 
 /* --- public ------------------------------------------------------------ */
 
 struct mtl_ptrcode *mtl__pc_new(int encoder)
 {
-    size_t off[8], bytes = 0;
-    const size_t sizes[8] = { W * sizeof(uint64_t), W * sizeof(uint64_t),
-                              WORDS * sizeof(uint64_t), (WORDS + 1) * sizeof(uint32_t),
-                              MTL_PC_LANES * sizeof(struct lane),
-                              ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
-                              encoder ? INDEX_SLOTS * sizeof(uint32_t) : 0,
-                              encoder ? WORDS * sizeof(uint64_t) : 0 };
-    bytes = (sizeof(struct mtl_ptrcode) + 63) & ~(size_t)63;
-    for (int i = 0; i < 8; i++) {
+    enum { RING, SIZE, LIVE, FEN, LANES, CLASSES, FRING, LIVE_IX, FREE_IX, GC, PARTS };
+    const size_t sizes[PARTS] = {
+        [RING] = W * sizeof(uint64_t), [SIZE] = W * sizeof(uint64_t),
+        [LIVE] = WORDS * sizeof(uint64_t), [FEN] = (WORDS + 1) * sizeof(uint32_t),
+        [LANES] = MTL_PC_LANES * sizeof(struct lane),
+        [CLASSES] = ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
+        [FRING] = FR * sizeof(uint64_t),
+        [LIVE_IX] = encoder ? 2 * W * sizeof(uint32_t) : 0,
+        [FREE_IX] = encoder ? 2 * FR * sizeof(uint32_t) : 0,
+        [GC] = encoder ? WORDS * sizeof(uint64_t) : 0 };
+    size_t off[PARTS], bytes = (sizeof(struct mtl_ptrcode) + 63) & ~(size_t)63;
+    for (int i = 0; i < PARTS; i++) {
         off[i] = bytes;
         bytes += (sizes[i] + 63) & ~(size_t)63;
     }
@@ -395,14 +445,18 @@ struct mtl_ptrcode *mtl__pc_new(int encoder)
         return NULL;
     struct mtl_ptrcode *pc = m;
     uint8_t *b = m;
-    pc->ring = (uint64_t *)(b + off[0]);
-    pc->size = (uint64_t *)(b + off[1]);
-    pc->live = (uint64_t *)(b + off[2]);
-    pc->fen = (uint32_t *)(b + off[3]);
-    pc->lanes = (struct lane *)(b + off[4]);
-    pc->classes = (struct class_list *)(b + off[5]);
-    pc->index = encoder ? (uint32_t *)(b + off[6]) : NULL;
-    pc->gc = encoder ? (uint64_t *)(b + off[7]) : NULL;
+    pc->ring = (uint64_t *)(b + off[RING]);
+    pc->size = (uint64_t *)(b + off[SIZE]);
+    pc->live = (uint64_t *)(b + off[LIVE]);
+    pc->fen = (uint32_t *)(b + off[FEN]);
+    pc->lanes = (struct lane *)(b + off[LANES]);
+    pc->classes = (struct class_list *)(b + off[CLASSES]);
+    pc->fring = (uint64_t *)(b + off[FRING]);
+    if (encoder) {
+        pc->live_ix = (struct index){ (uint32_t *)(b + off[LIVE_IX]), pc->ring, 2 * W - 1 };
+        pc->free_ix = (struct index){ (uint32_t *)(b + off[FREE_IX]), pc->fring, 2 * FR - 1 };
+        pc->gc = (uint64_t *)(b + off[GC]);
+    }
     pc->arrays = b;
     pc->bytes = bytes;
     return pc;
@@ -416,13 +470,47 @@ void mtl__pc_reset(struct mtl_ptrcode *pc)
     if (first < pc->bytes)
         madvise(pc->arrays + first, pc->bytes - first, MADV_DONTNEED);
     memset(pc->arrays + sizeof *pc, 0, first - sizeof *pc);
-    pc->seq = pc->nlive = pc->last_alloc = 0;
+    pc->seq = pc->nlive = pc->last_alloc = pc->frees = 0;
 }
 
 void mtl__pc_free(struct mtl_ptrcode *pc)
 {
     if (pc)
         munmap(pc->arrays, pc->bytes);
+}
+
+/* An allocation's k: 1 to DEPTH, the k-th of its (lane, class) list;
+ * then the lane's end; then a free next to the one its last allocation
+ * took (+1, -1, +2, -2...); then a free numbered back from the last, up
+ * to BACK_NEAR - 1 in k itself, any in a second value; 0: a difference
+ * from end in a second value. */
+#define CODE_END (DEPTH + 1)
+#define CODE_NEAR (DEPTH + 2)
+#define CODE_BACK (CODE_NEAR + 2 * NEIGHBOURS)
+#define BACK_NEAR 64 /* frees back coded in k itself */
+#define CODE_FAR (CODE_BACK + BACK_NEAR)
+
+static unsigned varint_bytes(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 0x80)
+        v >>= 7, n++;
+    return n;
+}
+
+static int64_t near_offset(uint64_t j)
+{
+    return j % 2 ? -(int64_t)(j / 2 + 1) : (int64_t)(j / 2 + 1);
+}
+
+int mtl__pc_alloc_two(uint64_t v0)
+{
+    return v0 == 0 || v0 == CODE_FAR;
+}
+
+int mtl__pc_free_two(uint64_t v0)
+{
+    return v0 == 0;
 }
 
 unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size,
@@ -432,22 +520,39 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     struct lane *L = &pc->lanes[lane];
     uint32_t key = class_key(lane, class_of(size));
     struct class_list *cl = class_list(pc, key);
-    uint64_t code = 0;
-    if (cl->key == key)
-        for (unsigned i = 0; i < DEPTH && !code; i++)
-            if (cl->ptr[i] == ptr)
-                code = i + 1;
-    if (!code && ptr == L->end)
-        code = DEPTH + 1;
-    for (uint64_t i = 0; !code && i < MTL_PC_RECENT && i < L->nrecent; i++)
-        if (L->recent[(L->nrecent - 1 - i) % MTL_PC_RECENT] == ptr)
-            code = DEPTH + 2 + i;
+    /* the number of ptr's last free, if it is in the ring */
+    uint32_t e = pc->free_ix.e[index_at(&pc->free_ix, ptr)];
+    uint64_t f = e ? pc->frees - ((pc->frees - entry_slot(e)) % FR) : 0, taken = L->taken;
     unsigned n = 1;
-    v[0] = code;
-    if (!code)
-        v[n++] = mtl__zigzag((int64_t)(ptr - L->end));
-    else if (code <= DEPTH)
-        class_take(cl, (unsigned)code - 1);
+    v[0] = 0;
+    if (f && cl->key == key)
+        for (unsigned i = 0; i < DEPTH && !v[0]; i++)
+            if (cl->free[i] == f) {
+                v[0] = i + 1;
+                class_take(cl, i);
+            }
+    if (!v[0] && ptr == L->end)
+        v[0] = CODE_END;
+    for (uint64_t j = 0; !v[0] && f && taken && j < 2 * NEIGHBOURS; j++)
+        if (taken + (uint64_t)near_offset(j) == f)
+            v[0] = CODE_NEAR + j;
+    if (!v[0] && f && pc->frees - f < BACK_NEAR)
+        v[0] = CODE_BACK + (pc->frees - f);
+    /* Numbered far back or a difference from end, whichever is shorter;
+     * but where frees are taken in order (8 or more of the lane's last 64
+     * allocations near), the number wins a tie and a byte more: it keeps
+     * taken, which a difference loses, for the next allocations. */
+    uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
+    unsigned bias = popcount64(L->nears) >= 8 ? 2 : 0;
+    if (!v[0] && f && varint_bytes(pc->frees - f) < varint_bytes(d) + bias) {
+        v[0] = CODE_FAR;
+        v[n++] = pc->frees - f;
+    }
+    if (!v[0])
+        v[n++] = d;
+    else if (v[0] != CODE_END)
+        L->taken = f;
+    L->nears = L->nears << 1 | (v[0] >= CODE_NEAR && v[0] < CODE_BACK);
     allocated(pc, L, size, ptr, gc, news);
     return n;
 }
@@ -457,22 +562,30 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
 {
     uint32_t lane = lane_of(thread);
     struct lane *L = &pc->lanes[lane];
+    uint64_t f = 0;
     if (v0 == 0) {
         *ptr = L->end + (uint64_t)mtl__unzigzag(v1);
-    } else if (v0 <= DEPTH) {
-        uint32_t key = class_key(lane, class_of(size));
-        struct class_list *cl = class_list(pc, key);
-        if (cl->key != key)
-            return -1;
-        *ptr = cl->ptr[v0 - 1];
-        class_take(cl, (unsigned)v0 - 1);
-    } else if (v0 == DEPTH + 1) {
+    } else if (v0 == CODE_END) {
         *ptr = L->end;
     } else {
-        uint64_t i = v0 - DEPTH - 2;
-        if (i >= MTL_PC_RECENT || i >= L->nrecent)
+        if (v0 <= DEPTH) {
+            uint32_t key = class_key(lane, class_of(size));
+            struct class_list *cl = class_list(pc, key);
+            if (cl->key != key)
+                return -1;
+            f = cl->free[v0 - 1];
+            class_take(cl, (unsigned)v0 - 1);
+        } else if (v0 < CODE_BACK) {
+            f = L->taken ? L->taken + (uint64_t)near_offset(v0 - CODE_NEAR) : 0;
+        } else if (v0 < CODE_FAR) {
+            f = pc->frees - (v0 - CODE_BACK); /* may be 0 or wrap: not known */
+        } else if (v0 == CODE_FAR) {
+            f = v1 < pc->frees ? pc->frees - v1 : 0;
+        }
+        if (!free_known(pc, f))
             return -1;
-        *ptr = L->recent[(L->nrecent - 1 - i) % MTL_PC_RECENT];
+        *ptr = pc->fring[f % FR];
+        L->taken = f;
     }
     allocated(pc, L, size, *ptr, 0, NULL);
     return 0;
@@ -493,15 +606,16 @@ unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr,
 {
     uint32_t lane = lane_of(thread);
     struct lane *L = &pc->lanes[lane];
-    uint32_t at = index_at(pc, ptr), e = pc->index[at];
+    uint32_t at = index_at(&pc->live_ix, ptr), e = pc->live_ix.e[at];
     if (!e) {
         v[0] = 0;
         v[1] = mtl__zigzag((int64_t)(ptr - L->last_escape));
         L->last_escape = ptr;
+        free_numbered(pc, ptr);
         return 2;
     }
     uint32_t slot = entry_slot(e);
-    index_remove(pc, at);
+    index_remove(&pc->live_ix, at);
     tell(pc, slot, 0, news);
     /* the allocation number of the slot: the latest that maps to it */
     uint64_t n = pc->seq - 1 - ((pc->seq - 1 - slot) % W);
@@ -562,6 +676,7 @@ int mtl__pc_get_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t v0, uint6
     if (v0 == 0) {
         *ptr = L->last_escape + (uint64_t)mtl__unzigzag(v1);
         L->last_escape = *ptr;
+        free_numbered(pc, *ptr);
         return 0;
     }
     uint64_t n;

@@ -6,15 +6,16 @@
  * records so far, instead of by its value:
  *   - an allocation, as a block this thread freed lately of the same size
  *     class (allocators hand those out first), as the end of its previous
- *     allocation (a heap growing by bump), as one of its last 64 frees, or
- *     else as a difference from that end;
+ *     allocation (a heap growing by bump), as the block freed next to the
+ *     one its previous allocation took (free lists in order), as a free
+ *     numbered back from the last, or else as a difference from that end;
  *   - a free, as its block's place among the live blocks of the last
  *     MTL_PC_WINDOW allocations: counted from the newest, or from the
  *     thread's previous free (blocks freed in the order they were made),
  *     whichever is smaller; an older block as a difference from the
  *     thread's previous such free.
  * Exact whatever the allocator: a prediction that misses costs bytes,
- * never the address.  Memory is fixed (about 9 MiB for the reader, 13 for
+ * never the address.  Memory is fixed (about 11 MiB for the reader, 17 for
  * the encoder, mapped and touched as the trace grows), never the number of
  * live blocks.
  *
@@ -31,7 +32,7 @@
 #define MTL_PC_WINDOW (1u << 19)  /* allocations whose blocks a free can name */
 #define MTL_PC_LANES 256          /* threads are kept apart modulo this */
 #define MTL_PC_CLASS_DEPTH 32      /* frees kept per (thread, size class) */
-#define MTL_PC_RECENT 64          /* frees kept per thread, any class */
+#define MTL_PC_FREES (1u << 18)   /* frees an allocation can name */
 
 struct mtl_ptrcode;
 
@@ -53,15 +54,19 @@ struct mtl_pc_news {
 };
 
 /* Encoder: the values of an ALLOC's, a FREE's or a TAG's address, into
- * v[0] and, when v[0] is 0 (ALLOC, FREE), v[1]; returns how many.  news
- * may be NULL. */
+ * v[0] and, for some v[0] of an ALLOC or a FREE, v[1]; returns how many.
+ * news may be NULL. */
 unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size,
                            uint64_t ptr, int gc, uint64_t v[2], struct mtl_pc_news *news);
 unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr, uint64_t v[2],
                           struct mtl_pc_news *news);
 uint64_t mtl__pc_put_tag(struct mtl_ptrcode *pc, uint64_t ptr);
 
-/* Reader: the address from the values (v1 read only when v0 is 0).
+/* Reader: whether an ALLOC's or a FREE's first value v0 has a second. */
+int mtl__pc_alloc_two(uint64_t v0);
+int mtl__pc_free_two(uint64_t v0);
+
+/* Reader: the address from the values (v1 read only when there are two).
  * 0, or -1 when the values name no block (a corrupt trace). */
 int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, uint64_t v0,
                       uint64_t v1, uint64_t *ptr);

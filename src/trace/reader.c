@@ -260,7 +260,7 @@ static int get_ptr(struct mtl_reader *r, enum ptr_of of, uint64_t size, uint64_t
         *ptr = mtl__pc_get_tag(r->pc, v0);
         return 0;
     }
-    if (v0 == 0)
+    if (of == PTR_ALLOC ? mtl__pc_alloc_two(v0) : mtl__pc_free_two(v0))
         GETS(MTL_S_PTR, v1);
     rc = of == PTR_ALLOC ? mtl__pc_get_alloc(r->pc, r->cur_thread, size, v0, v1, ptr)
                          : mtl__pc_get_free(r->pc, r->cur_thread, v0, v1, ptr);
@@ -1046,6 +1046,7 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
     }
     r->nodes_cap = cap;
     r->node_module[0] = UINT32_MAX;
+    mtl__blocks_stack_deltas(r->src, r->info.version > MTL_FORMAT_WINDOW_LAST);
     /* The header record opens the first block. */
     rc = next_block(r);
     if (rc == 0)

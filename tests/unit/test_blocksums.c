@@ -43,8 +43,8 @@ static const struct mtl_block_sums *sums(struct mtl_sums_buf *b, struct mtl_sums
         q = mtl__put_varint(q, stack[i]);
     if (bad_tail)
         *q++ = 0x80; /* continues past the end */
-    size_s = (struct mtl_sums_stream){ size_bytes, p, 99, 1 };
-    stack_s = (struct mtl_sums_stream){ stack_bytes, q, 99, 1 };
+    size_s = (struct mtl_sums_stream){ .p = size_bytes, .end = p, .n = 99, .bad = 1 };
+    stack_s = (struct mtl_sums_stream){ .p = stack_bytes, .end = q, .n = 99, .bad = 1 };
     mtl__sums_make(b, t, &size_s, &stack_s, mode, 16);
     return &b->out;
 }

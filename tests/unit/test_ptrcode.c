@@ -2,7 +2,8 @@
  * exactly: the model alone (each prediction and each reference taken,
  * blocks older than the window, an address allocated twice, frees of
  * unknown blocks, several threads), the whole encoder and reader on the
- * same events, and corrupt values refused without a crash. */
+ * same events (stack ids too, coded as differences), and corrupt values
+ * refused without a crash. */
 #include <string.h>
 
 #include "check.h"
@@ -30,7 +31,9 @@ struct step {
     enum op op;
     uint32_t thread;
     uint64_t size, ptr;
+    uint32_t stack; /* of an allocation: 0 to NSTACKS */
 };
+#define NSTACKS 300
 
 static struct step *steps;
 static size_t nsteps;
@@ -42,7 +45,9 @@ static uint64_t top = 0x555500000000ull;
 
 static void add(enum op op, uint32_t thread, uint64_t size, uint64_t ptr)
 {
-    steps[nsteps++] = (struct step){ op, thread, size, ptr };
+    /* stack ids up and down, near and far (coded as differences) */
+    uint32_t stack = op == OP_ALLOC ? (uint32_t)(rnd() % 4 ? nsteps % 7 : rnd() % (NSTACKS + 1)) : 0;
+    steps[nsteps++] = (struct step){ op, thread, size, ptr, stack };
 }
 
 static void do_alloc(uint32_t t, uint64_t size)
@@ -230,6 +235,8 @@ static void trace_round_trip(void)
     CHECK(mtl_encoder_setup(&e) == 0);
     struct mtl_trace_info info = { .program = "test", .command_line = "test", .pid = 1 };
     CHECK(mtl_encoder_begin_values(&e, &info, mem_sink, NULL) == 0);
+    for (uint32_t id = 1; id <= NSTACKS; id++) /* a chain: stack id is id frames deep */
+        mtl_encoder_put_node(&e, id, id - 1, 0, 0x400000 + 16 * id, 0x400000 + 16 * (id - 1));
     for (uint32_t t = 0; t < THREADS; t++) {
         struct mtl_event ev = { .type = MTL_EV_THREAD_START, .thread = t };
         mtl_encoder_put_event(&e, &ev, 100 + t, NULL);
@@ -237,7 +244,7 @@ static void trace_round_trip(void)
     for (size_t i = 0; i < nsteps; i++) {
         const struct step *s = &steps[i];
         struct mtl_event ev = { .thread = s->thread, .ptr = s->ptr, .size = s->size,
-                                .time_us = i / 16 };
+                                .stack = s->stack, .time_us = i / 16 };
         ev.type = s->op == OP_ALLOC ? MTL_EV_ALLOC : s->op == OP_FREE ? MTL_EV_FREE : MTL_EV_TAG;
         mtl_encoder_put_event(&e, &ev, 0, NULL);
     }
@@ -255,7 +262,8 @@ static void trace_round_trip(void)
             continue;
         CHECK(i < nsteps);
         wrong += ev.ptr != steps[i].ptr ||
-                 (ev.type != MTL_EV_TAG && ev.thread != steps[i].thread);
+                 (ev.type != MTL_EV_TAG && ev.thread != steps[i].thread) ||
+                 (ev.type == MTL_EV_ALLOC && ev.stack != steps[i].stack);
         i++;
     }
     CHECK_EQ(rc, 0);
