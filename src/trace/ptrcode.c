@@ -35,7 +35,8 @@ struct class_list {
  * addressing, the table twice the ring. */
 struct index {
     uint32_t *e;          /* NULL in the reader */
-    const uint64_t *ring; /* the addresses its entries name */
+    const uint64_t *ring; /* the addresses its entries name, */
+    uint32_t stride;      /* every stride words */
     uint32_t mask;        /* slots - 1 */
 };
 
@@ -44,8 +45,9 @@ struct mtl_ptrcode {
     uint64_t seq;        /* allocations so far: the next one's number */
     uint64_t nlive;      /* live bits set */
     uint64_t last_alloc; /* TAG's reference */
-    uint64_t *ring;      /* the address of allocation n at n % W */
-    uint64_t *size;      /* its size */
+    struct block {
+        uint64_t ptr, size;
+    } *ring;             /* allocation n's block at n % W (a free reads both) */
     uint64_t *live;      /* a bit per ring slot: its block is live */
     uint64_t *gc;        /* encoder: a bit per ring slot: a collector's block */
     uint64_t frees;      /* frees so far: the last one's number (from 1) */
@@ -254,7 +256,7 @@ static uint32_t index_at(const struct index *x, uint64_t ptr)
 {
     uint32_t i = index_home(x, ptr), tag = entry_of(ptr, 0) & ~((1u << SLOT_BITS) - 1);
     for (uint32_t e; (e = x->e[i]); i = (i + 1) & x->mask)
-        if ((e & ~((1u << SLOT_BITS) - 1)) == tag && x->ring[entry_slot(e)] == ptr)
+        if ((e & ~((1u << SLOT_BITS) - 1)) == tag && x->ring[(size_t)entry_slot(e) * x->stride] == ptr)
             break;
     return i;
 }
@@ -263,7 +265,7 @@ static uint32_t index_at(const struct index *x, uint64_t ptr)
 static void index_remove(struct index *x, uint32_t i)
 {
     for (uint32_t j = (i + 1) & x->mask; x->e[j]; j = (j + 1) & x->mask) {
-        uint32_t home = index_home(x, x->ring[entry_slot(x->e[j])]);
+        uint32_t home = index_home(x, x->ring[(size_t)entry_slot(x->e[j]) * x->stride]);
         if (((j - home) & x->mask) >= ((j - i) & x->mask)) {
             x->e[i] = x->e[j];
             i = j;
@@ -275,8 +277,9 @@ static void index_remove(struct index *x, uint32_t i)
 /* Before ring slot's address changes: its entry goes, if it is its. */
 static void index_leave(struct index *x, uint32_t slot)
 {
-    uint32_t i = index_at(x, x->ring[slot]);
-    if (x->e[i] == entry_of(x->ring[slot], slot))
+    uint64_t ptr = x->ring[(size_t)slot * x->stride];
+    uint32_t i = index_at(x, ptr);
+    if (x->e[i] == entry_of(ptr, slot))
         index_remove(x, i);
 }
 
@@ -366,11 +369,11 @@ static void tell(const struct mtl_ptrcode *pc, uint32_t slot, int left, struct m
         return;
     if (left) {
         news->left = 1;
-        news->left_ptr = pc->ring[slot];
-        news->left_size = pc->size[slot];
+        news->left_ptr = pc->ring[slot].ptr;
+        news->left_size = pc->ring[slot].size;
     } else {
         news->gone = 1;
-        news->gone_size = pc->size[slot];
+        news->gone_size = pc->ring[slot].size;
     }
 }
 
@@ -381,15 +384,14 @@ static void allocated(struct mtl_ptrcode *pc, struct lane *L, uint64_t size, uin
     if (pc->seq >= W && is_live(pc, slot)) {
         set_live(pc, slot, 0); /* out of the window: frees of it go by difference */
         if (pc->live_ix.e) {
-            uint32_t i = index_at(&pc->live_ix, pc->ring[slot]);
-            if (pc->live_ix.e[i] == entry_of(pc->ring[slot], slot)) {
+            uint32_t i = index_at(&pc->live_ix, pc->ring[slot].ptr);
+            if (pc->live_ix.e[i] == entry_of(pc->ring[slot].ptr, slot)) {
                 index_remove(&pc->live_ix, i);
                 tell(pc, slot, 1, news);
             }
         }
     }
-    pc->ring[slot] = ptr;
-    pc->size[slot] = size;
+    pc->ring[slot] = (struct block){ ptr, size };
     set_live(pc, slot, 1);
     if (pc->live_ix.e) {
         uint32_t i = index_at(&pc->live_ix, ptr);
@@ -414,19 +416,19 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
 {
     struct lane *L = &pc->lanes[lane];
     uint32_t slot = (uint32_t)(n % W);
-    uint64_t ptr = pc->ring[slot];
+    uint64_t ptr = pc->ring[slot].ptr;
     set_live(pc, slot, 0);
     L->prev_free = n + 1;
-    class_push(pc, class_key(lane, class_of(pc->size[slot])), free_numbered(pc, ptr));
+    class_push(pc, class_key(lane, class_of(pc->ring[slot].size)), free_numbered(pc, ptr));
 }
 
 /* --- public ------------------------------------------------------------ */
 
 struct mtl_ptrcode *mtl__pc_new(int encoder)
 {
-    enum { RING, SIZE, LIVE, FEN, LANES, CLASSES, FRING, LIVE_IX, FREE_IX, GC, PARTS };
+    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, LIVE_IX, FREE_IX, GC, PARTS };
     const size_t sizes[PARTS] = {
-        [RING] = W * sizeof(uint64_t), [SIZE] = W * sizeof(uint64_t),
+        [RING] = W * sizeof(struct block),
         [LIVE] = WORDS * sizeof(uint64_t), [FEN] = (WORDS + 1) * sizeof(uint32_t),
         [LANES] = MTL_PC_LANES * sizeof(struct lane),
         [CLASSES] = ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
@@ -445,16 +447,16 @@ struct mtl_ptrcode *mtl__pc_new(int encoder)
         return NULL;
     struct mtl_ptrcode *pc = m;
     uint8_t *b = m;
-    pc->ring = (uint64_t *)(b + off[RING]);
-    pc->size = (uint64_t *)(b + off[SIZE]);
+    pc->ring = (struct block *)(b + off[RING]);
     pc->live = (uint64_t *)(b + off[LIVE]);
     pc->fen = (uint32_t *)(b + off[FEN]);
     pc->lanes = (struct lane *)(b + off[LANES]);
     pc->classes = (struct class_list *)(b + off[CLASSES]);
     pc->fring = (uint64_t *)(b + off[FRING]);
     if (encoder) {
-        pc->live_ix = (struct index){ (uint32_t *)(b + off[LIVE_IX]), pc->ring, 2 * W - 1 };
-        pc->free_ix = (struct index){ (uint32_t *)(b + off[FREE_IX]), pc->fring, 2 * FR - 1 };
+        pc->live_ix = (struct index){ (uint32_t *)(b + off[LIVE_IX]), &pc->ring[0].ptr,
+                                      sizeof pc->ring[0] / sizeof(uint64_t), 2 * W - 1 };
+        pc->free_ix = (struct index){ (uint32_t *)(b + off[FREE_IX]), pc->fring, 1, 2 * FR - 1 };
         pc->gc = (uint64_t *)(b + off[GC]);
     }
     pc->arrays = b;
@@ -682,7 +684,7 @@ int mtl__pc_get_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t v0, uint6
     uint64_t n;
     if (block_of_free(pc, L, v0, &n) < 0)
         return -1;
-    *ptr = pc->ring[n % W];
+    *ptr = pc->ring[n % W].ptr;
     freed(pc, lane, n);
     return 0;
 }
