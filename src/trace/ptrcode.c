@@ -31,15 +31,6 @@ struct class_list {
     uint64_t free[DEPTH]; /* free numbers, newest first, 0 past the end */
 };
 
-/* The encoder's index of addresses into one of the rings: open
- * addressing, the table twice the ring. */
-struct index {
-    uint32_t *e;          /* NULL in the reader */
-    const uint64_t *ring; /* the addresses its entries name, */
-    uint32_t stride;      /* every stride words */
-    uint32_t mask;        /* slots - 1 */
-};
-
 struct mtl_ptrcode {
     /* the state; the arrays after it are one mapping, zero at the start */
     uint64_t seq;        /* allocations so far: the next one's number */
@@ -55,8 +46,7 @@ struct mtl_ptrcode {
     uint32_t *fen;       /* a Fenwick tree of the live bits per word, from 1 */
     struct lane *lanes;
     struct class_list *classes;
-    struct index live_ix; /* encoder: address -> ring slot of its live block */
-    struct index free_ix; /* encoder: address -> fring slot of its last free */
+    uint32_t *index;     /* encoder: address -> its live block or last free */
     uint8_t *arrays;     /* the mapping */
     size_t bytes;
 };
@@ -225,62 +215,74 @@ static void set_live(struct mtl_ptrcode *pc, uint32_t slot, int on)
     fen_add(pc, slot / 64, on ? 1 : -1);
 }
 
-/* --- the encoder's index: address -> ring slot of its live block ------- */
+/* --- the encoder's index: address -> its live block, or its last free --- */
 
-/* An entry: the ring slot + 1 in its low 20 bits, 12 bits of the address
- * above, so that a probe reads the ring only for a likely match. */
+/* One entry per address at most: its live block's ring slot, or once it
+ * is freed the fring slot of its free (a free turns the entry over in
+ * place, and an allocation back: one probe each).  An entry: the slot + 1
+ * in the low 20 bits, FREED, and 11 bits of the address above, so that a
+ * probe reads a ring only for a likely match.  Open addressing, twice the
+ * window's slots: at most half full. */
 #define SLOT_BITS 20
-_Static_assert(W < (1u << SLOT_BITS), "ring slots fit an entry");
+#define FREED (1u << SLOT_BITS)
+#define TAG_SHIFT (SLOT_BITS + 1)
+#define INDEX_SLOTS (2 * W)
+_Static_assert(W < (1u << SLOT_BITS) && FR <= W, "ring slots fit an entry");
 
-static uint32_t entry_of(uint64_t ptr, uint32_t slot)
+static uint32_t entry_of(uint64_t ptr, uint32_t slot, int freed)
 {
-    return (uint32_t)((ptr >> 4) & 0xfff) << SLOT_BITS | (slot + 1);
+    return (uint32_t)((ptr >> 4) & 0x7ff) << TAG_SHIFT | (freed ? FREED : 0) | (slot + 1);
 }
 
 static uint32_t entry_slot(uint32_t e)
 {
-    return (e & ((1u << SLOT_BITS) - 1)) - 1;
+    return (e & (FREED - 1)) - 1;
+}
+
+static uint64_t entry_ptr(const struct mtl_ptrcode *pc, uint32_t e)
+{
+    return e & FREED ? pc->fring[entry_slot(e)] : pc->ring[entry_slot(e)].ptr;
 }
 
 /* Blocks near each other in memory go near each other in the table (a
  * free is mostly of a recent block, an allocation next to the last): the
  * 4 KiB page by a hash, the place in the page as it is. */
-static uint32_t index_home(const struct index *x, uint64_t ptr)
+static uint32_t index_home(uint64_t ptr)
 {
     uint64_t page = (ptr >> 12) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)((page >> 40) + ((ptr >> 4) & 0xff)) & x->mask;
+    return (uint32_t)((page >> 40) + ((ptr >> 4) & 0xff)) & (INDEX_SLOTS - 1);
 }
 
 /* The entry of ptr, or that of the empty slot where it would go. */
-static uint32_t index_at(const struct index *x, uint64_t ptr)
+static uint32_t index_at(const struct mtl_ptrcode *pc, uint64_t ptr)
 {
-    uint32_t i = index_home(x, ptr), tag = entry_of(ptr, 0) & ~((1u << SLOT_BITS) - 1);
-    for (uint32_t e; (e = x->e[i]); i = (i + 1) & x->mask)
-        if ((e & ~((1u << SLOT_BITS) - 1)) == tag && x->ring[(size_t)entry_slot(e) * x->stride] == ptr)
+    uint32_t i = index_home(ptr), tag = entry_of(ptr, 0, 0) >> TAG_SHIFT;
+    for (uint32_t e; (e = pc->index[i]); i = (i + 1) & (INDEX_SLOTS - 1))
+        if (e >> TAG_SHIFT == tag && entry_ptr(pc, e) == ptr)
             break;
     return i;
 }
 
 /* Empties entry i: each later entry of the run that may moves up. */
-static void index_remove(struct index *x, uint32_t i)
+static void index_remove(struct mtl_ptrcode *pc, uint32_t i)
 {
-    for (uint32_t j = (i + 1) & x->mask; x->e[j]; j = (j + 1) & x->mask) {
-        uint32_t home = index_home(x, x->ring[(size_t)entry_slot(x->e[j]) * x->stride]);
-        if (((j - home) & x->mask) >= ((j - i) & x->mask)) {
-            x->e[i] = x->e[j];
+    for (uint32_t j = (i + 1) & (INDEX_SLOTS - 1); pc->index[j]; j = (j + 1) & (INDEX_SLOTS - 1)) {
+        uint32_t home = index_home(entry_ptr(pc, pc->index[j]));
+        if (((j - home) & (INDEX_SLOTS - 1)) >= ((j - i) & (INDEX_SLOTS - 1))) {
+            pc->index[i] = pc->index[j];
             i = j;
         }
     }
-    x->e[i] = 0;
+    pc->index[i] = 0;
 }
 
-/* Before ring slot's address changes: its entry goes, if it is its. */
-static void index_leave(struct index *x, uint32_t slot)
+/* Before a ring's slot takes another address: the entry of the one it
+ * holds goes, if it is that slot's (not a newer block's or free's). */
+static void index_leave(struct mtl_ptrcode *pc, uint64_t ptr, uint32_t slot, int freed)
 {
-    uint64_t ptr = x->ring[(size_t)slot * x->stride];
-    uint32_t i = index_at(x, ptr);
-    if (x->e[i] == entry_of(ptr, slot))
-        index_remove(x, i);
+    uint32_t i = index_at(pc, ptr);
+    if (pc->index[i] == entry_of(ptr, slot, freed))
+        index_remove(pc, i);
 }
 
 /* --- size classes and the thread's lists ------------------------------ */
@@ -332,20 +334,11 @@ static int free_known(const struct mtl_ptrcode *pc, uint64_t f)
 }
 
 /* A free (by place or not): it takes the next number, its address goes
- * in the frees' ring. */
+ * in the frees' ring.  (The encoder has updated its index.) */
 static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
 {
     uint64_t f = ++pc->frees;
-    uint32_t slot = (uint32_t)(f % FR);
-    if (pc->free_ix.e) {
-        if (f > FR)
-            index_leave(&pc->free_ix, slot);
-        pc->fring[slot] = ptr;
-        uint32_t i = index_at(&pc->free_ix, ptr);
-        pc->free_ix.e[i] = entry_of(ptr, slot);
-    } else {
-        pc->fring[slot] = ptr;
-    }
+    pc->fring[f % FR] = ptr;
     return f;
 }
 
@@ -377,30 +370,16 @@ static void tell(const struct mtl_ptrcode *pc, uint32_t slot, int left, struct m
     }
 }
 
+/* (The encoder has updated its index.) */
 static void allocated(struct mtl_ptrcode *pc, struct lane *L, uint64_t size, uint64_t ptr,
-                      int gc, struct mtl_pc_news *news)
+                      int gc)
 {
     uint32_t slot = (uint32_t)(pc->seq % W);
-    if (pc->seq >= W && is_live(pc, slot)) {
+    if (pc->seq >= W && is_live(pc, slot))
         set_live(pc, slot, 0); /* out of the window: frees of it go by difference */
-        if (pc->live_ix.e) {
-            uint32_t i = index_at(&pc->live_ix, pc->ring[slot].ptr);
-            if (pc->live_ix.e[i] == entry_of(pc->ring[slot].ptr, slot)) {
-                index_remove(&pc->live_ix, i);
-                tell(pc, slot, 1, news);
-            }
-        }
-    }
     pc->ring[slot] = (struct block){ ptr, size };
     set_live(pc, slot, 1);
-    if (pc->live_ix.e) {
-        uint32_t i = index_at(&pc->live_ix, ptr);
-        if (pc->live_ix.e[i]) /* a block live at ptr: its free was never seen */
-            tell(pc, entry_slot(pc->live_ix.e[i]), 0, news);
-        pc->live_ix.e[i] = entry_of(ptr, slot);
-        i = index_at(&pc->free_ix, ptr); /* no longer free */
-        if (pc->free_ix.e[i])
-            index_remove(&pc->free_ix, i);
+    if (pc->index) {
         if (gc)
             pc->gc[slot / 64] |= 1ull << (slot % 64);
         else
@@ -426,15 +405,14 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
 
 struct mtl_ptrcode *mtl__pc_new(int encoder)
 {
-    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, LIVE_IX, FREE_IX, GC, PARTS };
+    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, INDEX, GC, PARTS };
     const size_t sizes[PARTS] = {
         [RING] = W * sizeof(struct block),
         [LIVE] = WORDS * sizeof(uint64_t), [FEN] = (WORDS + 1) * sizeof(uint32_t),
         [LANES] = MTL_PC_LANES * sizeof(struct lane),
         [CLASSES] = ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
         [FRING] = FR * sizeof(uint64_t),
-        [LIVE_IX] = encoder ? 2 * W * sizeof(uint32_t) : 0,
-        [FREE_IX] = encoder ? 2 * FR * sizeof(uint32_t) : 0,
+        [INDEX] = encoder ? INDEX_SLOTS * sizeof(uint32_t) : 0,
         [GC] = encoder ? WORDS * sizeof(uint64_t) : 0 };
     size_t off[PARTS], bytes = (sizeof(struct mtl_ptrcode) + 63) & ~(size_t)63;
     for (int i = 0; i < PARTS; i++) {
@@ -454,9 +432,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder)
     pc->classes = (struct class_list *)(b + off[CLASSES]);
     pc->fring = (uint64_t *)(b + off[FRING]);
     if (encoder) {
-        pc->live_ix = (struct index){ (uint32_t *)(b + off[LIVE_IX]), &pc->ring[0].ptr,
-                                      sizeof pc->ring[0] / sizeof(uint64_t), 2 * W - 1 };
-        pc->free_ix = (struct index){ (uint32_t *)(b + off[FREE_IX]), pc->fring, 1, 2 * FR - 1 };
+        pc->index = (uint32_t *)(b + off[INDEX]);
         pc->gc = (uint64_t *)(b + off[GC]);
     }
     pc->arrays = b;
@@ -522,9 +498,26 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     struct lane *L = &pc->lanes[lane];
     uint32_t key = class_key(lane, class_of(size));
     struct class_list *cl = class_list(pc, key);
-    /* the number of ptr's last free, if it is in the ring */
-    uint32_t e = pc->free_ix.e[index_at(&pc->free_ix, ptr)];
-    uint64_t f = e ? pc->frees - ((pc->frees - entry_slot(e)) % FR) : 0, taken = L->taken;
+    /* The block this allocation pushes out of the window leaves the index
+     * first (a removal moves entries). */
+    uint32_t slot = (uint32_t)(pc->seq % W);
+    if (pc->seq >= W && is_live(pc, slot)) {
+        uint64_t old = pc->ring[slot].ptr;
+        uint32_t i = index_at(pc, old);
+        if (pc->index[i] == entry_of(old, slot, 0)) {
+            index_remove(pc, i);
+            tell(pc, slot, 1, news);
+        }
+    }
+    /* ptr's entry: the number of its last free, if it is in the ring; or
+     * a block live at ptr, whose free was never seen.  It becomes the new
+     * block's. */
+    uint32_t at = index_at(pc, ptr), e = pc->index[at];
+    uint64_t f = e & FREED ? pc->frees - ((pc->frees - entry_slot(e)) % FR) : 0;
+    if (e && !(e & FREED))
+        tell(pc, entry_slot(e), 0, news);
+    pc->index[at] = entry_of(ptr, slot, 0);
+    uint64_t taken = L->taken;
     unsigned n = 1;
     v[0] = 0;
     if (f && cl->key == key)
@@ -555,7 +548,7 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     else if (v[0] != CODE_END)
         L->taken = f;
     L->nears = L->nears << 1 | (v[0] >= CODE_NEAR && v[0] < CODE_BACK);
-    allocated(pc, L, size, ptr, gc, news);
+    allocated(pc, L, size, ptr, gc);
     return n;
 }
 
@@ -589,7 +582,7 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
         *ptr = pc->fring[f % FR];
         L->taken = f;
     }
-    allocated(pc, L, size, *ptr, 0, NULL);
+    allocated(pc, L, size, *ptr, 0);
     return 0;
 }
 
@@ -608,8 +601,15 @@ unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr,
 {
     uint32_t lane = lane_of(thread);
     struct lane *L = &pc->lanes[lane];
-    uint32_t at = index_at(&pc->live_ix, ptr), e = pc->live_ix.e[at];
-    if (!e) {
+    /* The free takes the next number, whose ring slot the free 2^18
+     * before had: that one's entry goes first (a removal moves entries);
+     * then ptr's entry becomes the free's. */
+    uint32_t fslot = (uint32_t)((pc->frees + 1) % FR);
+    if (pc->frees + 1 > FR)
+        index_leave(pc, pc->fring[fslot], fslot, 1);
+    uint32_t at = index_at(pc, ptr), e = pc->index[at];
+    pc->index[at] = entry_of(ptr, fslot, 1);
+    if (!e || (e & FREED)) { /* no block of the window */
         v[0] = 0;
         v[1] = mtl__zigzag((int64_t)(ptr - L->last_escape));
         L->last_escape = ptr;
@@ -617,7 +617,6 @@ unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr,
         return 2;
     }
     uint32_t slot = entry_slot(e);
-    index_remove(&pc->live_ix, at);
     tell(pc, slot, 0, news);
     /* the allocation number of the slot: the latest that maps to it */
     uint64_t n = pc->seq - 1 - ((pc->seq - 1 - slot) % W);
