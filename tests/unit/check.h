@@ -3,6 +3,7 @@
 #ifndef MTL_TEST_CHECK_H
 #define MTL_TEST_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,6 +30,16 @@ static int checks_run;
             exit(1);                                                         \
         }                                                                    \
     } while (0)
+
+/* The next of a fixed pseudo-random sequence (xorshift64) from *state,
+ * not 0: a test's random inputs, the same on every run. */
+static inline uint64_t check_xorshift(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
 
 #define CHECKS_DONE()                                                        \
     do {                                                                     \

@@ -12,10 +12,7 @@
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_xorshift(&rng);
 }
 
 static void count_entry(uint64_t key, const struct mtl_ptrmap_val *v, void *arg)

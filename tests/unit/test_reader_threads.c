@@ -31,10 +31,7 @@ static size_t nbounds;
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_xorshift(&rng);
 }
 
 /* Writes the trace; remembers each block's offset. */
