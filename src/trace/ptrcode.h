@@ -15,7 +15,7 @@
  *     whichever is smaller; an older block as a difference from the
  *     thread's previous such free.
  * Exact whatever the allocator: a prediction that misses costs bytes,
- * never the address.  Memory is fixed (about 11 MiB for the reader, 17 for
+ * never the address.  Memory is fixed (about 11 MiB for the reader, 15 for
  * the encoder, mapped and touched as the trace grows), never the number of
  * live blocks.
  *
