@@ -108,8 +108,8 @@ static void close_trace(struct record_writer *rw)
     atomic_store(&rw->r->done, 1);
 }
 
-/* The live bytes of the trace being written, for `status` (top). */
-/* Live bytes: the encoder knows the sizes of the last allocations' blocks
+/* The live bytes of the trace being written, for `status` (top): the
+ * encoder knows the sizes of the last allocations' blocks
  * (trace/ptrcode.h), rw->live those of older ones still live. */
 static void observe(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size)
 {
