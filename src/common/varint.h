@@ -23,6 +23,15 @@ static inline uint8_t *mtl__put_varint(uint8_t *p, uint64_t v)
     return p;
 }
 
+/* The bytes mtl__put_varint writes for v. */
+static inline unsigned mtl__varint_len(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 0x80)
+        v >>= 7, n++;
+    return n;
+}
+
 static inline uint64_t mtl__zigzag(int64_t v)
 {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);

@@ -47,8 +47,7 @@ struct mtl_ptrcode {
     struct lane *lanes;
     struct class_list *classes;
     uint32_t *index;     /* encoder: address -> its live block or last free */
-    uint8_t *arrays;     /* the mapping */
-    size_t bytes;
+    size_t bytes;        /* of the mapping, which starts with this */
 };
 
 /* --- the live blocks of the window, in allocation order --------------- */
@@ -143,16 +142,18 @@ static uint64_t live_between(const struct mtl_ptrcode *pc, uint64_t a, uint64_t 
     if (a >= b)
         return 0;
     if (b - a <= NEAR_WORDS * 64) {
-        uint64_t n = 0, w = a / 64;
-        if (w == (b - 1) / 64) /* one word */
-            return popcount64(bits_from(pc, a) & ~(b % 64 ? ~0ull << (b % 64) : 0));
-        n = popcount64(bits_from(pc, a));
-        for (w++; w < (b - 1) / 64; w++)
-            n += popcount64(pc->live[w % WORDS]);
-        return n + (b % 64 ? popcount64(bits_below(pc, b)) : popcount64(pc->live[w % WORDS]));
+        uint64_t n = 0, last = (b - 1) / 64;
+        for (uint64_t w = a / 64; w <= last; w++) {
+            uint64_t bits = pc->live[w % WORDS];
+            if (w == a / 64)
+                bits &= ~0ull << (a % 64);
+            if (w == last && b % 64)
+                bits &= (1ull << (b % 64)) - 1;
+            n += popcount64(bits);
+        }
+        return n;
     }
-    if (b - a == W)
-        return pc->nlive;
+    /* through the tree; the range may wrap round the ring (b - a = W too) */
     uint32_t sa = (uint32_t)(a % W), sb = (uint32_t)(b % W);
     uint64_t pa = before_slot(pc, sa), pb = before_slot(pc, sb);
     return sa < sb ? pb - pa : pc->nlive - pa + pb;
@@ -435,7 +436,6 @@ struct mtl_ptrcode *mtl__pc_new(int encoder)
         pc->index = (uint32_t *)(b + off[INDEX]);
         pc->gc = (uint64_t *)(b + off[GC]);
     }
-    pc->arrays = b;
     pc->bytes = bytes;
     return pc;
 }
@@ -445,16 +445,17 @@ void mtl__pc_reset(struct mtl_ptrcode *pc)
     /* Pages given back read as zero: the start state, touched again only
      * as far as the next trace goes. */
     size_t page = 4096, first = (sizeof *pc + page - 1) & ~(page - 1);
+    uint8_t *m = (uint8_t *)pc;
     if (first < pc->bytes)
-        madvise(pc->arrays + first, pc->bytes - first, MADV_DONTNEED);
-    memset(pc->arrays + sizeof *pc, 0, first - sizeof *pc);
+        madvise(m + first, pc->bytes - first, MADV_DONTNEED);
+    memset(m + sizeof *pc, 0, first - sizeof *pc);
     pc->seq = pc->nlive = pc->last_alloc = pc->frees = 0;
 }
 
 void mtl__pc_free(struct mtl_ptrcode *pc)
 {
     if (pc)
-        munmap(pc->arrays, pc->bytes);
+        munmap(pc, pc->bytes);
 }
 
 /* An allocation's k: 1 to DEPTH, the k-th of its (lane, class) list;
@@ -467,14 +468,6 @@ void mtl__pc_free(struct mtl_ptrcode *pc)
 #define CODE_BACK (CODE_NEAR + 2 * NEIGHBOURS)
 #define BACK_NEAR 64 /* frees back coded in k itself */
 #define CODE_FAR (CODE_BACK + BACK_NEAR)
-
-static unsigned varint_bytes(uint64_t v)
-{
-    unsigned n = 1;
-    while (v >= 0x80)
-        v >>= 7, n++;
-    return n;
-}
 
 static int64_t near_offset(uint64_t j)
 {
@@ -539,7 +532,7 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
      * taken, which a difference loses, for the next allocations. */
     uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
     unsigned bias = popcount64(L->nears) >= 8 ? 2 : 0;
-    if (!v[0] && f && varint_bytes(pc->frees - f) < varint_bytes(d) + bias) {
+    if (!v[0] && f && mtl__varint_len(pc->frees - f) < mtl__varint_len(d) + bias) {
         v[0] = CODE_FAR;
         v[n++] = pc->frees - f;
     }

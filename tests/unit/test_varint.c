@@ -11,6 +11,7 @@ static void round_trip(uint64_t v, size_t expect_len)
     uint8_t buf[MTL_VARINT_MAX + 1];
     uint8_t *end = mtl__put_varint(buf, v);
     CHECK_EQ(end - buf, expect_len);
+    CHECK_EQ(mtl__varint_len(v), expect_len);
     const uint8_t *p = buf;
     uint64_t got;
     CHECK(mtl__get_varint(&p, end, &got) == 0);
