@@ -53,7 +53,8 @@ struct mtl_blocks {
     _Atomic int want_ptr;
     _Atomic int want_sums;
     enum mtl_mode mode;    /* for the sums' weights */
-    int stack_deltas;      /* mtl__blocks_stack_deltas */
+    int stack_deltas;      /* version 4 on: stacks are differences */
+    int time_runs;         /* version 5 on: times code runs of zeros */
     uint64_t rate;
 
     struct slot *slots;
@@ -149,19 +150,55 @@ static void claim(struct mtl_blocks *b, struct slot *s)
     b->number++;
 }
 
+/* Room for n numbers of stream i in s: 0 or MTL_ENOMEM. */
+static int vals_room(struct slot *s, int i, size_t n)
+{
+    if (n > s->vals_cap[i]) {
+        uint64_t *v = realloc(s->vals[i], n * sizeof *v);
+        if (!v)
+            return MTL_ENOMEM;
+        s->vals[i] = v;
+        s->vals_cap[i] = n;
+    }
+    return 0;
+}
+
+/* Decodes the TIME stream of version 5 on (docs/FORMAT.md, "Times"): each
+ * token t stands for t >> 1 zeros, then a 1 when t is even, else for the
+ * number after it (nothing when that is 0).  There cannot be more times
+ * than records, each a byte of the MAIN stream at least: a longer run is
+ * damage, and a few bytes cannot ask for gigabytes. */
+static int decode_time_runs(struct slot *s)
+{
+    const uint8_t *p = s->sp[MTL_S_TIME], *e = s->se[MTL_S_TIME];
+    size_t most = (size_t)(s->se[MTL_S_MAIN] - s->sp[MTL_S_MAIN]);
+    if (vals_room(s, MTL_S_TIME, most ? most : 1) < 0)
+        return MTL_ENOMEM;
+    uint64_t *o = s->vals[MTL_S_TIME], *end = o + most;
+    while (p < e) {
+        uint64_t t, last = 1;
+        if (mtl__get_varint(&p, e, &t) < 0 || ((t & 1) && mtl__get_varint(&p, e, &last) < 0) ||
+            (t >> 1) + (last != 0) > (uint64_t)(end - o)) {
+            s->blk.bad[MTL_S_TIME] = 1;
+            break;
+        }
+        memset(o, 0, (size_t)(t >> 1) * sizeof *o);
+        o += t >> 1;
+        if (last)
+            *o++ = last;
+    }
+    s->blk.val[MTL_S_TIME] = s->vals[MTL_S_TIME];
+    s->blk.nval[MTL_S_TIME] = (uint32_t)(o - s->vals[MTL_S_TIME]);
+    return 0;
+}
+
 /* Decodes stream i of s's payload into numbers (deltas: each the sum of
  * the differences so far, version 4's stacks). */
 static int decode_stream(struct slot *s, int i, int deltas)
 {
     const uint8_t *p = s->sp[i], *e = s->se[i];
-    size_t len = (size_t)(e - p);
-    if (len > s->vals_cap[i]) {
-        uint64_t *v = realloc(s->vals[i], len * sizeof *v);
-        if (!v)
-            return MTL_ENOMEM;
-        s->vals[i] = v;
-        s->vals_cap[i] = len;
-    }
+    if (vals_room(s, i, (size_t)(e - p)) < 0)
+        return MTL_ENOMEM;
     uint64_t *o = s->vals[i];
     while (p < e) {
         if (*p < 0x80) {
@@ -182,6 +219,14 @@ static int decode_stream(struct slot *s, int i, int deltas)
             *v = sum += (uint64_t)mtl__unzigzag(*v);
     }
     return 0;
+}
+
+/* Decodes stream i of s as the trace's version codes it. */
+static int decode_coded(const struct mtl_blocks *b, struct slot *s, int i)
+{
+    if (i == MTL_S_TIME && b->time_runs)
+        return decode_time_runs(s);
+    return decode_stream(s, i, i == MTL_S_STACK && b->stack_deltas);
 }
 
 /* Sums s's allocations per stack from the bytes of its SIZE and STACK
@@ -258,7 +303,7 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
         if ((i == MTL_S_PTR && !b->want_ptr) ||
             (sums && (i == MTL_S_SIZE || i == MTL_S_STACK)))
             continue;
-        if (decode_stream(s, i, i == MTL_S_STACK && b->stack_deltas) < 0)
+        if (decode_coded(b, s, i) < 0)
             return finish(s, MTL_ENOMEM, 0);
     }
     if (sums)
@@ -356,9 +401,10 @@ void mtl__blocks_want_pointers(struct mtl_blocks *b, int want)
     b->want_ptr = want;
 }
 
-void mtl__blocks_stack_deltas(struct mtl_blocks *b, int on)
+void mtl__blocks_version(struct mtl_blocks *b, uint32_t version)
 {
-    b->stack_deltas = on;
+    b->stack_deltas = version > MTL_FORMAT_WINDOW_LAST;
+    b->time_runs = version >= MTL_FORMAT_TIME_RUNS_FIRST;
 }
 
 void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate)
@@ -447,7 +493,7 @@ int mtl__block_stream(struct mtl_blocks *b, enum mtl__stream s)
 {
     if (!b->cur || b->cur->blk.status != 1 || b->cur->blk.val[s] || s == MTL_S_MAIN)
         return 0;
-    return decode_stream(b->cur, s, s == MTL_S_STACK && b->stack_deltas);
+    return decode_coded(b, b->cur, s);
 }
 
 const struct mtl_block_sums *mtl__block_sums(struct mtl_blocks *b)

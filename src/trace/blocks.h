@@ -69,10 +69,13 @@ void mtl__blocks_want_pointers(struct mtl_blocks *b, int want);
  * decoded before are summed when asked (mtl__block_sums). */
 void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate);
 
-/* Version 4 on: the STACK stream holds each stack id as the difference
- * from the one before it in the block (the first from 0); its numbers
- * are handed out, and summed, as the ids.  Set before the first block. */
-void mtl__blocks_stack_deltas(struct mtl_blocks *b, int on);
+/* How the trace's version codes its streams; set before the first block.
+ * Version 4 on: the STACK stream holds each stack id as the difference
+ * from the one before it in the block (the first from 0).  Version 5 on:
+ * the TIME stream codes runs of zero differences.  Either way the numbers
+ * are handed out (and summed) as what they stand for: ids, differences
+ * of time one per record. */
+void mtl__blocks_version(struct mtl_blocks *b, uint32_t version);
 
 /* The next block, valid until the next call.  After an end or an error
  * the same answer comes again, except after mtl__blocks_rewind. */

@@ -78,10 +78,28 @@ static void fail(struct mtl_encoder *e, int err)
         e->err = err;
 }
 
+/* The TIME stream codes each nonzero difference with the run of zeros
+ * before it (docs/FORMAT.md, "Times"): t = zeros << 1 for a 1, else
+ * zeros << 1 | 1 and the difference (0: the block ends in zeros).  Most
+ * records come within the microsecond of the one before: a run and a 1
+ * take one byte. */
+static inline void put_time_run(struct mtl_encoder *e, uint64_t dt)
+{
+    uint8_t *p = e->stream[MTL_S_TIME] + e->used[MTL_S_TIME], *q = p;
+    q = mtl__put_varint(q, e->time_zeros << 1 | (dt != 1));
+    if (dt != 1)
+        q = mtl__put_varint(q, dt);
+    e->used[MTL_S_TIME] += (size_t)(q - p);
+    e->total += (size_t)(q - p);
+    e->time_zeros = 0;
+}
+
 void mtl_encoder_flush(struct mtl_encoder *e)
 {
     if (e->total == 0 || e->failed)
         return;
+    if (e->time_zeros)
+        put_time_run(e, 0);
     /* The payload: the stream lengths, then the streams. */
     uint8_t *p = mtl__put_varint(e->raw, MTL_STREAMS);
     for (int i = 0; i < MTL_STREAMS; i++)
@@ -120,8 +138,9 @@ static inline void reserve(struct mtl_encoder *e, size_t n)
         mtl_encoder_flush(e);
         return;
     }
+    /* (And for the run of zero times a flush may end with.) */
     for (int i = 0; i < MTL_STREAMS; i++)
-        if (e->used[i] + n > STREAM_CAP) {
+        if (e->used[i] + n + 2 * MTL_VARINT_MAX > STREAM_CAP) {
             mtl_encoder_flush(e);
             return;
         }
@@ -250,6 +269,7 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->block_seq = 0;
     mtl__pc_reset(e->pc);
     e->last_us = 0;
+    e->time_zeros = 0;
     e->last_stack = 0;
     e->cur_thread = UINT32_MAX;
     e->last_rss = 0;
@@ -297,10 +317,12 @@ static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
     uint64_t us = t_ns / 1000;
     /* Events arrive in time order; a stamp from before the last one can
      * only be a thread-exit name refresh racing a round: clamp it. */
-    uint64_t dt = us > e->last_us ? us - e->last_us : 0;
-    if (us > e->last_us)
-        e->last_us = us;
-    put_var(e, MTL_S_TIME, dt);
+    if (us <= e->last_us) {
+        e->time_zeros++;
+        return;
+    }
+    put_time_run(e, us - e->last_us);
+    e->last_us = us;
 }
 
 /* The values of an address (ptrcode.h) into the pointer stream. */

@@ -74,6 +74,7 @@ struct mtl_encoder {
     size_t nruns;
     /* encoder state, carried from block to block */
     uint64_t last_us;
+    uint64_t time_zeros;       /* zero differences of time not yet written */
     uint32_t last_stack;       /* the block's last ALLOC's stack id */
     struct mtl_ptrcode *pc;    /* the addresses' model (mapped in setup) */
     uint32_t cur_thread;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 4u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 5u       /* u32 little endian at offset 8 */
 #define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
@@ -36,6 +36,10 @@ enum mtl__stream {
  * pointers; from version 4 by trace/ptrcode.h's model. */
 #define MTL_PTR_WINDOW 256
 #define MTL_FORMAT_WINDOW_LAST 3u
+
+/* From version 5 the TIME stream codes runs of zero differences
+ * (docs/FORMAT.md, "Times"); before, one number per record. */
+#define MTL_FORMAT_TIME_RUNS_FIRST 5u
 
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {

@@ -1046,7 +1046,7 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
     }
     r->nodes_cap = cap;
     r->node_module[0] = UINT32_MAX;
-    mtl__blocks_stack_deltas(r->src, r->info.version > MTL_FORMAT_WINDOW_LAST);
+    mtl__blocks_version(r->src, r->info.version);
     /* The header record opens the first block. */
     rc = next_block(r);
     if (rc == 0)

@@ -250,7 +250,7 @@ static void trace_round_trip(void)
 
     struct mtl_reader *r;
     CHECK(mtl_reader_open_memory(&r, file, file_len) == 0);
-    CHECK_EQ(mtl_reader_info(r)->version, 4);
+    CHECK_EQ(mtl_reader_info(r)->version, MTL_FORMAT_VERSION);
     struct mtl_event ev;
     size_t i = 0, wrong = 0;
     int rc;

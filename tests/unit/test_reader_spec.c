@@ -422,6 +422,67 @@ static void test_gc_heap(void)
     CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
 }
 
+/* Version 5's TIME stream, tokens written by hand from docs/FORMAT.md
+ * ("Times"): t >> 1 zeros, then a 1 (t even) or the number after t (t
+ * odd; none when it is 0).  Records without pointers, so that nothing
+ * else of version 4 is needed: a thread start, RSS samples and END. */
+static void time_blocks(struct tb_buf *b, const uint64_t *tokens, size_t ntokens, int records)
+{
+    tb_clear(b);
+    header_record(b);
+    tb_byte(b, MTL_REC_THREAD_START), tb_var(b, 0), tb_var(b, 4242);
+    for (int i = 0; i < records; i++)
+        tb_byte(b, MTL_REC_RSS), tb_var(b, 4096 * (uint64_t)(i + 1));
+    tb_byte(b, MTL_REC_END), tb_var(b, 0), tb_var(b, 0);
+    for (size_t i = 0; i < ntokens; i++)
+        tb_dt(b, tokens[i]);
+}
+
+static void test_time_runs(void)
+{
+    /* dt 10; 0, 0, 1; 0, 5; then 0 for the last two RSS and the END */
+    const uint64_t tokens[] = { 1, 10, 2 << 1, 1 << 1 | 1, 5, 3 << 1 | 1, 0 };
+    const uint64_t times[] = { 10, 10, 10, 11, 11, 16, 16, 16, 16 };
+    struct tb_buf b;
+    time_blocks(&b, tokens, sizeof tokens / sizeof *tokens, 7);
+    write_trace_version(MTL_FORMAT_TIME_RUNS_FIRST, &b, NULL);
+    struct mtl_reader *r;
+    CHECK(mtl_reader_open(&r, path) == 0);
+    struct mtl_event ev;
+    size_t n = 0;
+    int rc;
+    while ((rc = mtl_reader_next(r, &ev)) > 0) {
+        CHECK(n < sizeof times / sizeof *times);
+        CHECK_EQ(ev.time_us, times[n]);
+        n++;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(n, 8); /* END is not an event */
+    CHECK(mtl_reader_info(r)->complete);
+    CHECK_EQ(mtl_reader_info(r)->duration_us, 16);
+    mtl_reader_close(r);
+
+    /* The same tokens read as one number a record (version 4): seven
+     * numbers for nine records, corrupt. */
+    write_trace_version(4, &b, NULL);
+    int a, f;
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+
+    /* A run past the block's records; a run a record short; an odd token
+     * without its number; a run of 2^62: each corrupt, none a crash. */
+    const uint64_t long_run[] = { 1, 10, 20 << 1 | 1, 0 };
+    const uint64_t short_run[] = { 1, 10, 6 << 1 | 1, 0 }; /* 8 wanted */
+    const uint64_t no_number[] = { 1, 10, 7 << 1 | 1 };
+    const uint64_t huge[] = { 1, 10, 1ull << 63 | 1, 0 };
+    const uint64_t *bad[] = { long_run, short_run, no_number, huge };
+    const size_t nbad[] = { 4, 4, 3, 4 };
+    for (int i = 0; i < 4; i++) {
+        time_blocks(&b, bad[i], nbad[i], 7);
+        write_trace_version(MTL_FORMAT_TIME_RUNS_FIRST, &b, NULL);
+        CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+    }
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -432,6 +493,7 @@ int main(void)
     test_records_after_end();
     test_tag();
     test_gc_heap();
+    test_time_runs();
     test_damage();
     unlink(path);
     CHECKS_DONE();
