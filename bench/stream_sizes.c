@@ -1,5 +1,5 @@
 /* stream_sizes: how many bytes each stream of a trace takes, each
- * compressed on its own per block (zstd level 3, as the writer), to see
+ * compressed on its own per block (at the writer's zstd level), to see
  * what a trace's size is made of (docs/PERFORMANCE.md, trace size).
  *   stream_sizes TRACE */
 #include <fcntl.h>
@@ -10,6 +10,7 @@
 
 #include "common/varint.h"
 #include "trace/blocks.h"
+#include "trace/encoder.h"
 #include "trace/format.h"
 
 static const char *const names[MTL_STREAMS] = { "records (main)", "times", "sizes", "stacks",
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
                     n = (size_t)(mtl__put_varint(buf + n, k->val[s][i]) - buf);
             }
             raw[s] += n;
-            packed[s] += ZSTD_compress(out, ZSTD_compressBound(cap), buf, n, 3);
+            packed[s] += ZSTD_compress(out, ZSTD_compressBound(cap), buf, n, MTL_ENC_ZSTD_LEVEL);
         }
     }
     if (rc < 0) {

@@ -242,7 +242,7 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     e->zc = ZSTD_createCCtx();
     if (!e->zc)
         return -ENOMEM;
-    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, MTL_ENC_ZSTD_LEVEL);
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
     return 0;
 }

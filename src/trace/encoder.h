@@ -41,6 +41,11 @@
  * round that may not wait is skipped: its holder may be dead. */
 #define MTL_ENC_BUSY_SPINS 20000
 
+/* zstd's level for blocks.  Level 7 made traces 6 to 22% smaller, and
+ * recording 3 to 8% slower on 2 cores, where the writer's thread competes
+ * with the program's (docs/PERFORMANCE.md, "Trace size"). */
+#define MTL_ENC_ZSTD_LEVEL 3
+
 /* What an observer of the encoder is told (struct mtl_encoder's observe):
  * the addresses' model knows the blocks of its window, so an observer that
  * keeps live bytes needs to keep only the blocks that left it. */
