@@ -16,7 +16,7 @@
 #include "common/tracefile.h"
 
 #define ROUND_MS 20
-#define BLOCK_AGE_MS 20 /* blocks reach the file within a round or so */
+#define BLOCK_AGE_MS 250 /* blocks reach the file within a quarter second */
 #define BUSY_SPINS MTL_ENC_BUSY_SPINS /* then the round is skipped: see encoder.h */
 
 static uint64_t now_ns(void)
