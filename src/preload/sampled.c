@@ -54,11 +54,6 @@ static void follow_trace_locked(void)
     }
 }
 
-static inline size_t filter_slot(uint64_t p)
-{
-    return (size_t)((p * 0x9e3779b97f4a7c15ull) >> (64 - FILTER_BITS));
-}
-
 static inline size_t key_slot(uint64_t p, size_t mask)
 {
     p ^= p >> 31;
@@ -166,7 +161,7 @@ int mtl__sampled_add(uint64_t p)
             sm.used++;
         sm.keys[i] = p;
         sm.count++;
-        size_t f = filter_slot(p);
+        size_t f = mtl__filter_slot(p);
         uint8_t c = atomic_load_explicit(&sm.filter[f], memory_order_relaxed);
         if (c < 255) /* a saturated counter stays: just a slower check */
             atomic_store_explicit(&sm.filter[f], (uint8_t)(c + 1), memory_order_release);
@@ -179,7 +174,7 @@ out:
 int mtl__sampled_take(uint64_t p)
 {
     _Atomic uint8_t *filter = sm.filter;
-    if (!filter || !atomic_load_explicit(&filter[filter_slot(p)], memory_order_acquire))
+    if (!filter || !atomic_load_explicit(&filter[mtl__filter_slot(p)], memory_order_acquire))
         return 0;
     int found = 0;
     pthread_mutex_lock(&sm.mu);
@@ -191,7 +186,7 @@ int mtl__sampled_take(uint64_t p)
                 sm.keys[i] = 1; /* deleted */
                 sm.count--;
                 found = 1;
-                size_t f = filter_slot(p);
+                size_t f = mtl__filter_slot(p);
                 uint8_t c = atomic_load_explicit(&sm.filter[f], memory_order_relaxed);
                 if (c < 255)
                     atomic_store_explicit(&sm.filter[f], (uint8_t)(c - 1),
