@@ -237,7 +237,7 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     e->heap = pages(MAX_RUNS * sizeof *e->heap);
     if (!e->raw || !e->out || !e->runs || !e->heap)
         return -ENOMEM;
-    if (!e->pc && !(e->pc = mtl__pc_new(1)))
+    if (!e->pc && !(e->pc = mtl__pc_new(1, MTL_FORMAT_VERSION)))
         return -ENOMEM;
     e->zc = ZSTD_createCCtx();
     if (!e->zc)

@@ -38,8 +38,10 @@ enum mtl__stream {
 #define MTL_FORMAT_WINDOW_LAST 3u
 
 /* From version 5 the TIME stream codes runs of zero differences
- * (docs/FORMAT.md, "Times"); before, one number per record. */
+ * (docs/FORMAT.md, "Times"); before, one number per record.  And an
+ * allocation may name its thread's top (docs/FORMAT.md, "Addresses"). */
 #define MTL_FORMAT_TIME_RUNS_FIRST 5u
+#define MTL_FORMAT_TOP_FIRST 5u
 
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {

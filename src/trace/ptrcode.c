@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "common/varint.h"
+#include "trace/format.h"
 
 #define W MTL_PC_WINDOW
 #define WORDS (W / 64)
@@ -20,6 +21,8 @@ _Static_assert((FR & (FR - 1)) == 0, "the frees' ring is a power of two");
 
 struct lane {
     uint64_t end;         /* its last allocation's address plus its chunk */
+    uint64_t top;         /* the same of its last allocation from no list
+                             or recent free (version 5 on) */
     uint64_t prev_free;   /* allocation number + 1 of its last free by place */
     uint64_t last_escape; /* its last free coded by difference */
     uint64_t taken;       /* the free number its last allocation took, or 0 */
@@ -47,6 +50,7 @@ struct mtl_ptrcode {
     struct lane *lanes;
     struct class_list *classes;
     uint32_t *index;     /* encoder: address -> its live block or last free */
+    int tops;            /* version 5 on: allocations may name their lane's top */
     size_t bytes;        /* of the mapping, which starts with this */
 };
 
@@ -404,7 +408,7 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
 
 /* --- public ------------------------------------------------------------ */
 
-struct mtl_ptrcode *mtl__pc_new(int encoder)
+struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
 {
     enum { RING, LIVE, FEN, LANES, CLASSES, FRING, INDEX, GC, PARTS };
     const size_t sizes[PARTS] = {
@@ -436,6 +440,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder)
         pc->index = (uint32_t *)(b + off[INDEX]);
         pc->gc = (uint64_t *)(b + off[GC]);
     }
+    pc->tops = version >= MTL_FORMAT_TOP_FIRST;
     pc->bytes = bytes;
     return pc;
 }
@@ -461,13 +466,27 @@ void mtl__pc_free(struct mtl_ptrcode *pc)
 /* An allocation's k: 1 to DEPTH, the k-th of its (lane, class) list;
  * then the lane's end; then a free next to the one its last allocation
  * took (+1, -1, +2, -2...); then a free numbered back from the last, up
- * to BACK_NEAR - 1 in k itself, any in a second value; 0: a difference
- * from end in a second value. */
+ * to BACK_NEAR - 1 in k itself, any in a second value; then (version 5
+ * on) the lane's top; 0: a difference from end in a second value. */
 #define CODE_END (DEPTH + 1)
 #define CODE_NEAR (DEPTH + 2)
 #define CODE_BACK (CODE_NEAR + 2 * NEIGHBOURS)
 #define BACK_NEAR 64 /* frees back coded in k itself */
 #define CODE_FAR (CODE_BACK + BACK_NEAR)
+#define CODE_TOP (CODE_FAR + 1)
+
+/* After an allocation coded k at ptr: the lane's top moves when the block
+ * was named by no free (the end, the top, a difference).  A program that
+ * takes some blocks from the free lists and carves others from the heap's
+ * top (or from the rest of a larger free chunk), as python3 does, has
+ * them one after the other: end follows every allocation, top only the
+ * carved ones, and names a fifth of python3's allocations that only a
+ * difference named before. */
+static inline void moved_top(struct lane *L, uint64_t k, uint64_t ptr, uint64_t size)
+{
+    if (k == 0 || k == CODE_END || k == CODE_TOP)
+        L->top = ptr + chunk_of(size);
+}
 
 static int64_t near_offset(uint64_t j)
 {
@@ -526,21 +545,25 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
             v[0] = CODE_NEAR + j;
     if (!v[0] && f && pc->frees - f < BACK_NEAR)
         v[0] = CODE_BACK + (pc->frees - f);
-    /* Numbered far back or a difference from end, whichever is shorter;
-     * but where frees are taken in order (8 or more of the lane's last 64
-     * allocations near), the number wins a tie and a byte more: it keeps
-     * taken, which a difference loses, for the next allocations. */
-    uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
+    /* The lane's top, else numbered far back or a difference from end,
+     * whichever is shorter; but where frees are taken in order (8 or more
+     * of the lane's last 64 allocations near), the number wins over top,
+     * a tie and a byte more: it keeps taken, which the others lose, for
+     * the next allocations. */
     unsigned bias = popcount64(L->nears) >= 8 ? 2 : 0;
+    if (!v[0] && pc->tops && ptr == L->top && !(f && bias))
+        v[0] = CODE_TOP;
+    uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
     if (!v[0] && f && mtl__varint_len(pc->frees - f) < mtl__varint_len(d) + bias) {
         v[0] = CODE_FAR;
         v[n++] = pc->frees - f;
     }
     if (!v[0])
         v[n++] = d;
-    else if (v[0] != CODE_END)
+    else if (v[0] != CODE_END && v[0] != CODE_TOP)
         L->taken = f;
     L->nears = L->nears << 1 | (v[0] >= CODE_NEAR && v[0] < CODE_BACK);
+    moved_top(L, v[0], ptr, size);
     allocated(pc, L, size, ptr, gc);
     return n;
 }
@@ -555,6 +578,10 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
         *ptr = L->end + (uint64_t)mtl__unzigzag(v1);
     } else if (v0 == CODE_END) {
         *ptr = L->end;
+    } else if (v0 == CODE_TOP && pc->tops) {
+        if (!L->top)
+            return -1;
+        *ptr = L->top;
     } else {
         if (v0 <= DEPTH) {
             uint32_t key = class_key(lane, class_of(size));
@@ -575,6 +602,7 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
         *ptr = pc->fring[f % FR];
         L->taken = f;
     }
+    moved_top(L, v0, *ptr, size);
     allocated(pc, L, size, *ptr, 0);
     return 0;
 }

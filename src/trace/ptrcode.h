@@ -1,5 +1,5 @@
 /*
- * ptrcode.h: how version 4 traces code addresses (docs/FORMAT.md,
+ * ptrcode.h: how traces of version 4 on code addresses (docs/FORMAT.md,
  * "Addresses"), the one model that the encoder and the reader both keep.
  *
  * An address is coded by what the two sides can both predict from the
@@ -8,7 +8,9 @@
  *     class (allocators hand those out first), as the end of its previous
  *     allocation (a heap growing by bump), as the block freed next to the
  *     one its previous allocation took (free lists in order), as a free
- *     numbered back from the last, or else as a difference from that end;
+ *     numbered back from the last, as the end of its last allocation that
+ *     no free named (the heap's top, version 5 on), or else as a
+ *     difference from that end;
  *   - a free, as its block's place among the live blocks of the last
  *     MTL_PC_WINDOW allocations: counted from the newest, or from the
  *     thread's previous free (blocks freed in the order they were made),
@@ -36,9 +38,10 @@
 
 struct mtl_ptrcode;
 
-/* A model in its start state (a new trace), with the address index the
- * encoder needs when encoder is non-zero.  NULL when out of memory. */
-struct mtl_ptrcode *mtl__pc_new(int encoder);
+/* A model in its start state (a new trace) of the given format version,
+ * with the address index the encoder needs when encoder is non-zero.
+ * NULL when out of memory. */
+struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version);
 void mtl__pc_reset(struct mtl_ptrcode *pc);
 void mtl__pc_free(struct mtl_ptrcode *pc);
 

@@ -253,7 +253,7 @@ static int get_ptr(struct mtl_reader *r, enum ptr_of of, uint64_t size, uint64_t
         return rc;
     if (r->info.version <= MTL_FORMAT_WINDOW_LAST)
         return get_window_ptr(r, ptr);
-    if (!r->pc && !(r->pc = mtl__pc_new(0)))
+    if (!r->pc && !(r->pc = mtl__pc_new(0, r->info.version)))
         return MTL_ENOMEM;
     GETS(MTL_S_PTR, v0);
     if (of == PTR_TAG) {

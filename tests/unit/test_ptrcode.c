@@ -126,11 +126,13 @@ static void live_news(struct live *l, const struct mtl_pc_news *n)
         CHECK(mtl_hmap_put(&l->old, n->left_ptr, n->left_size, NULL) == 0);
 }
 
-/* The model alone: every value the encoder gives decodes to the address,
- * and its news keep live bytes exact. */
-static void model_round_trip(void)
+/* The model alone, as a trace of version v codes addresses: every value
+ * the encoder gives decodes to the address, and its news keep live bytes
+ * exact.  Returns how many allocations took a second value. */
+static size_t model_round_trip(uint32_t version)
 {
-    struct mtl_ptrcode *enc = mtl__pc_new(1), *dec = mtl__pc_new(0);
+    struct mtl_ptrcode *enc = mtl__pc_new(1, version), *dec = mtl__pc_new(0, version);
+    size_t twos = 0;
     CHECK(enc && dec);
     for (int pass = 0; pass < 2; pass++) {
         size_t wrong = 0, by_place = 0, escapes = 0;
@@ -146,7 +148,7 @@ static void model_round_trip(void)
                 back = mtl__pc_get_tag(dec, mtl__pc_put_tag(enc, s->ptr));
             } else if (s->op == OP_ALLOC) {
                 struct mtl_pc_news n = { 0 };
-                mtl__pc_put_alloc(enc, s->thread, s->size, s->ptr, 0, v, &n);
+                twos += mtl__pc_put_alloc(enc, s->thread, s->size, s->ptr, 0, v, &n) > 1;
                 live_news(&l, &n);
                 left_seen |= n.left;
                 if (l.old.count && mtl_hmap_take(&l.old, s->ptr, &size))
@@ -184,14 +186,24 @@ static void model_round_trip(void)
     }
     mtl__pc_free(enc);
     mtl__pc_free(dec);
+    return twos;
 }
 
 /* Corrupt values: refused or decoded, never a crash; the window's first
  * free cannot name a block that is not there. */
 static void corrupt_values(void)
 {
-    struct mtl_ptrcode *dec = mtl__pc_new(0);
-    uint64_t p;
+    /* The top's code (after the far free's) names nothing before the
+     * lane's first allocation, and is no code at all in version 4. */
+    uint64_t top_code = MTL_PC_CLASS_DEPTH + 2 + 8 + 64 + 1, p;
+    struct mtl_ptrcode *old = mtl__pc_new(0, 4), *dec = mtl__pc_new(0, MTL_FORMAT_VERSION);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, top_code, 0, &p) < 0);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 0, 0x2000, &p) == 0);        /* carved at 0x1000 */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, top_code, 0, &p) == 0 && p == 0x1020);
+    CHECK(mtl__pc_get_alloc(old, 0, 16, 0, 0x2000, &p) == 0);
+    CHECK(mtl__pc_get_alloc(old, 0, 16, top_code, 0, &p) < 0);
+    mtl__pc_free(old);
+    mtl__pc_reset(dec);
     CHECK(mtl__pc_get_free(dec, 0, 1, 0, &p) < 0);  /* newest live: none */
     CHECK(mtl__pc_get_free(dec, 0, 2, 0, &p) < 0);  /* no previous free */
     CHECK(mtl__pc_get_alloc(dec, 0, 16, 3, 0, &p) < 0); /* no list */
@@ -273,7 +285,10 @@ static void trace_round_trip(void)
 int main(void)
 {
     make_steps(700000); /* more than the window's 2^19 allocations */
-    model_round_trip();
+    /* Version 4's coding, then 5's: the lane's top names allocations
+     * that took a second value before. */
+    size_t twos4 = model_round_trip(4), twos5 = model_round_trip(MTL_FORMAT_VERSION);
+    CHECK(twos5 < twos4);
     corrupt_values();
     trace_round_trip();
     free(steps);
