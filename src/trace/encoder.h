@@ -43,7 +43,8 @@
 
 /* zstd's level for blocks.  Level 7 made traces 6 to 22% smaller, and
  * recording 3 to 8% slower on 2 cores, where the writer's thread competes
- * with the program's (docs/PERFORMANCE.md, "Trace size"). */
+ * with the program's (docs/PERFORMANCE.md, "Recording overhead across the
+ * recorder's changes"). */
 #define MTL_ENC_ZSTD_LEVEL 3
 
 /* What an observer of the encoder is told (struct mtl_encoder's observe):

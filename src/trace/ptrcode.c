@@ -21,8 +21,8 @@ _Static_assert((FR & (FR - 1)) == 0, "the frees' ring is a power of two");
 
 struct lane {
     uint64_t end;         /* its last allocation's address plus its chunk */
-    uint64_t top;         /* the same of its last allocation from no list
-                             or recent free (version 5 on) */
+    uint64_t top;         /* the same of its last allocation that no free
+                             named (version 5 on) */
     uint64_t prev_free;   /* allocation number + 1 of its last free by place */
     uint64_t last_escape; /* its last free coded by difference */
     uint64_t taken;       /* the free number its last allocation took, or 0 */
