@@ -9,7 +9,7 @@
 #include "check.h"
 #include "common/hmap.h"
 #include "memtally/trace.h"
-#include "trace/encoder.h"
+#include "encoder_mem.h"
 #include "trace/ptrcode.h"
 
 /* A small allocator to drive the model: per-thread LIFO free lists per
@@ -223,46 +223,28 @@ static void corrupt_values(void)
 }
 
 /* The encoder and the reader on the same events, through a trace. */
-static uint8_t *file;
-static size_t file_len, file_cap;
-
-static int mem_sink(void *ctx, const void *p, size_t n)
-{
-    (void)ctx;
-    if (file_len + n > file_cap) {
-        file_cap = (file_len + n) * 2;
-        file = realloc(file, file_cap);
-    }
-    memcpy(file + file_len, p, n);
-    file_len += n;
-    return 0;
-}
+static struct em_trace trace;
 
 static void trace_round_trip(void)
 {
-    static struct mtl_encoder e;
-    CHECK(mtl_encoder_setup(&e) == 0);
-    struct mtl_trace_info info = { .program = "test", .command_line = "test", .pid = 1 };
-    CHECK(mtl_encoder_begin_values(&e, &info, mem_sink, NULL) == 0);
+    struct mtl_encoder *e = em_begin(&trace);
     for (uint32_t id = 1; id <= NSTACKS; id++) /* a chain: stack id is id frames deep */
-        mtl_encoder_put_node(&e, id, id - 1, 0, 0x400000 + 16 * id, 0x400000 + 16 * (id - 1));
+        mtl_encoder_put_node(e, id, id - 1, 0, 0x400000 + 16 * id, 0x400000 + 16 * (id - 1));
     for (uint32_t t = 0; t < THREADS; t++) {
         struct mtl_event ev = { .type = MTL_EV_THREAD_START, .thread = t };
-        mtl_encoder_put_event(&e, &ev, 100 + t, NULL);
+        mtl_encoder_put_event(e, &ev, 100 + t, NULL);
     }
     for (size_t i = 0; i < nsteps; i++) {
         const struct step *s = &steps[i];
         struct mtl_event ev = { .thread = s->thread, .ptr = s->ptr, .size = s->size,
                                 .stack = s->stack, .time_us = i / 16 };
         ev.type = s->op == OP_ALLOC ? MTL_EV_ALLOC : s->op == OP_FREE ? MTL_EV_FREE : MTL_EV_TAG;
-        mtl_encoder_put_event(&e, &ev, 0, NULL);
+        mtl_encoder_put_event(e, &ev, 0, NULL);
     }
-    mtl_encoder_end_values(&e, nsteps / 16 + 1, MTL_END_EXIT, 0);
-    CHECK(!e.failed);
+    mtl_encoder_end_values(e, nsteps / 16 + 1, MTL_END_EXIT, 0);
+    CHECK(!e->failed);
 
-    struct mtl_reader *r;
-    CHECK(mtl_reader_open_memory(&r, file, file_len) == 0);
-    CHECK_EQ(mtl_reader_info(r)->version, MTL_FORMAT_VERSION);
+    struct mtl_reader *r = em_open(&trace);
     struct mtl_event ev;
     size_t i = 0, wrong = 0;
     int rc;
@@ -292,6 +274,6 @@ int main(void)
     corrupt_values();
     trace_round_trip();
     free(steps);
-    free(file);
+    free(trace.data);
     CHECKS_DONE();
 }

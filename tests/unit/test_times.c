@@ -8,27 +8,14 @@
 #include "check.h"
 #include "memtally/trace.h"
 #include "trace/allocs.h"
-#include "trace/encoder.h"
+#include "encoder_mem.h"
 
 #define EVENTS 1500000 /* several blocks */
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t *when; /* each allocation's time */
 
-static uint8_t *file;
-static size_t file_len, file_cap;
-
-static int mem_sink(void *ctx, const void *p, size_t n)
-{
-    (void)ctx;
-    if (file_len + n > file_cap) {
-        file_cap = (file_len + n) * 2;
-        file = realloc(file, file_cap);
-    }
-    memcpy(file + file_len, p, n);
-    file_len += n;
-    return 0;
-}
+static struct em_trace trace;
 
 /* The next difference: mostly 0 and 1 as in a real trace, now and then a
  * long run of zeros, a few bits, or many. */
@@ -46,13 +33,10 @@ static uint64_t next_dt(void)
 
 static void write_trace(void)
 {
-    static struct mtl_encoder e;
-    CHECK(mtl_encoder_setup(&e) == 0);
-    struct mtl_trace_info info = { .program = "test", .command_line = "test", .pid = 1 };
-    CHECK(mtl_encoder_begin_values(&e, &info, mem_sink, NULL) == 0);
-    mtl_encoder_put_node(&e, 1, 0, 0, 0x400000, 0);
+    struct mtl_encoder *e = em_begin(&trace);
+    mtl_encoder_put_node(e, 1, 0, 0, 0x400000, 0);
     struct mtl_event ev = { .type = MTL_EV_THREAD_START };
-    mtl_encoder_put_event(&e, &ev, 100, NULL);
+    mtl_encoder_put_event(e, &ev, 100, NULL);
     uint64_t t = 0;
     for (size_t i = 0; i < EVENTS; i++) {
         /* Now and then a run of 5,000 zeros: longer than a byte's run. */
@@ -65,17 +49,15 @@ static void write_trace(void)
     for (size_t i = 0; i < EVENTS; i++) {
         struct mtl_event a = { .type = MTL_EV_ALLOC, .ptr = 0x10000 + 16 * i, .size = 16,
                                .stack = 1, .time_us = when[i] };
-        mtl_encoder_put_event(&e, &a, 0, NULL);
+        mtl_encoder_put_event(e, &a, 0, NULL);
     }
-    mtl_encoder_end_values(&e, t, MTL_END_EXIT, 0);
-    CHECK(!e.failed);
+    mtl_encoder_end_values(e, t, MTL_END_EXIT, 0);
+    CHECK(!e->failed);
 }
 
 static void read_events(void)
 {
-    struct mtl_reader *r;
-    CHECK(mtl_reader_open_memory(&r, file, file_len) == 0);
-    CHECK_EQ(mtl_reader_info(r)->version, MTL_FORMAT_VERSION);
+    struct mtl_reader *r = em_open(&trace);
     struct mtl_event ev;
     size_t i = 0, wrong = 0;
     int rc;
@@ -97,8 +79,7 @@ static void read_events(void)
 
 static void read_batches(void)
 {
-    struct mtl_reader *r;
-    CHECK(mtl_reader_open_memory(&r, file, file_len) == 0);
+    struct mtl_reader *r = em_open(&trace);
     static struct mtl_allocs b;
     size_t i = 0, wrong = 0;
     int rc;
@@ -122,6 +103,6 @@ int main(void)
     read_events();
     read_batches();
     free(when);
-    free(file);
+    free(trace.data);
     CHECKS_DONE();
 }
