@@ -2,21 +2,24 @@
 # Two builds of memtally side by side: the recording overhead of one
 # against the other, on the same workloads as bench/run.sh, interleaved
 # (base, new, base, new...) so that the machine's noise falls on both.
-#   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."]
+#   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."] [-s]
 #     BASE_MEMTALLY  the memtally binary to compare against (for instance
 #                    one built from an earlier commit in a git worktree);
 #                    the new one is build/memtally (MEMTALLY_BIN)
 #     -r N           rounds (default 7; the median is shown)
 #     -w LIST        workloads (default "storm1 sqlite python bintree perl")
+#     -s             both record in sampled mode (--sample), and the program
+#                    alone runs too, for the overhead of each
 # Prints, per workload, the median wall time of each and new / base.
 base=$1
 [ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST]" >&2; exit 2; }
 shift
-reps=7 list="storm1 sqlite python bintree perl"
+reps=7 list="storm1 sqlite python bintree perl" mode=
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=$2; shift 2 ;;
     -w) list=$2; shift 2 ;;
+    -s) mode=--sample; shift ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -30,27 +33,46 @@ MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
 export MEMTALLY_INDEX_DIR
 bench_inputs || exit 1
 
-# once BIN: seconds of one recorded run of the workload set by `workload`.
+# once BIN: milliseconds of one recorded run of the workload set by
+# `workload` (BIN "alone": the program alone).
 once() {
     s=$(date +%s%N)
     # shellcheck disable=SC2086
-    env $envs "$1" record -q -o "$OUT/compare.mtly" -- $cmd <"$inp" >/dev/null 2>&1
+    if [ "$1" = alone ]; then
+        env $envs $cmd <"$inp" >/dev/null 2>&1
+    else
+        env $envs "$1" record -q $mode -o "$OUT/compare.mtly" -- $cmd <"$inp" >/dev/null 2>&1
+    fi
     e=$(date +%s%N)
     rm -f "$OUT/compare.mtly"
     echo $(( (e - s) / 1000000 ))
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-printf '%-10s %10s %10s %8s\n' workload "base ms" "new ms" new/base
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+if [ -n "$mode" ]; then
+    printf '%-10s %10s %10s %10s %8s %8s %8s\n' workload "alone ms" "base ms" "new ms" \
+        "base ovh" "new ovh" new/base
+else
+    printf '%-10s %10s %10s %8s\n' workload "base ms" "new ms" new/base
+fi
 for w in $list; do
     workload "$w"
-    : >"$OUT/base.ms"; : >"$OUT/new.ms"
+    : >"$OUT/alone.ms"; : >"$OUT/base.ms"; : >"$OUT/new.ms"
     r=0
     while [ $r -lt "$reps" ]; do
+        [ -z "$mode" ] || once alone >>"$OUT/alone.ms"
         once "$base" >>"$OUT/base.ms"
         once "$new" >>"$OUT/new.ms"
         r=$((r + 1))
     done
     b=$(median <"$OUT/base.ms") n=$(median <"$OUT/new.ms")
-    printf '%-10s %10s %10s %8s\n' "$w" "$b" "$n" "$(awk -v a="$n" -v b="$b" 'BEGIN { printf "%.3f", a / b }')"
+    if [ -n "$mode" ]; then
+        a=$(median <"$OUT/alone.ms")
+        printf '%-10s %10s %10s %10s %8s %8s %8s\n' "$w" "$a" "$b" "$n" \
+            "$(ratio $((b - a)) "$a")" "$(ratio $((n - a)) "$a")" "$(ratio "$n" "$b")"
+    else
+        printf '%-10s %10s %10s %8s\n' "$w" "$b" "$n" "$(ratio "$n" "$b")"
+    fi
 done

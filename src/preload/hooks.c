@@ -110,22 +110,29 @@ static void resolve(void)
     atomic_store(&resolving, 0);
 }
 
-static int init_started;
+/* Set once the real functions are resolved and initialising has begun:
+ * it implies real.resolved, so the hooks' fast paths test it alone. */
+static atomic_int init_started;
+
+static inline int started(void)
+{
+    return atomic_load_explicit(&init_started, memory_order_acquire);
+}
 
 /* The slow path of every hook: resolve and initialise on first use. */
 void mtl__hooks_first_use(void)
 {
     if (!atomic_load(&real.resolved))
         resolve();
-    if (!init_started && atomic_load(&real.resolved)) {
-        init_started = 1;
+    if (!started() && atomic_load(&real.resolved)) {
+        atomic_store_explicit(&init_started, 1, memory_order_release);
         mtl__init();
     }
 }
 
 HOOK_INLINE int recording(struct mtl__tls *tls)
 {
-    if (MTL_UNLIKELY(!init_started))
+    if (MTL_UNLIKELY(!started()))
         mtl__hooks_first_use();
     return !tls->in_hook &&
            atomic_load_explicit(mtl__pl.state, memory_order_relaxed) ==
@@ -191,8 +198,7 @@ HOOK_INLINE void note_free(void *p)
  * (the countdown untouched). */
 HOOK_INLINE int alloc_passes(struct mtl__tls *tls, size_t size)
 {
-    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed) ||
-                     !init_started))
+    if (MTL_UNLIKELY(!started()))
         return 0;
     if (tls->in_hook ||
         atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING)
@@ -220,8 +226,7 @@ HOOK_INLINE int realloc_passes(struct mtl__tls *tls, void *p, size_t size)
 
 HOOK_INLINE int free_passes(struct mtl__tls *tls, void *p)
 {
-    if (MTL_UNLIKELY(!atomic_load_explicit(&real.resolved, memory_order_relaxed) ||
-                     !init_started || is_boot(p) ||
+    if (MTL_UNLIKELY(!started() || is_boot(p) ||
                      atomic_load_explicit(&mtl__pools, memory_order_relaxed)))
         return 0;
     return tls->in_hook ||
