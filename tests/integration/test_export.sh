@@ -192,8 +192,10 @@ grep -q "cannot write /nonexistent/dir/x.folded" err.txt || fail "no reason: $(c
 "$M" export missing.mtly --format csv 2>err.txt && fail "a missing trace: exit 0"
 
 # A trace cut short: exported as far as it goes, and said so.  (Enough
-# allocations for a trace of several blocks: 800,000 events, 4 blocks.)
-record long.mtly "$TEST_PROGRAMS/index_churn" 400000 || fail "recording index_churn failed"
+# allocations for a trace of many blocks, written at 2 MiB each at most: 3
+# million events, 6 blocks of them or more, so that the first two thirds
+# of the file hold a whole block of allocations whatever the timing.)
+record long.mtly "$TEST_PROGRAMS/index_churn" || fail "recording index_churn failed"
 size=$(stat -c %s long.mtly)
 head -c $((size * 2 / 3)) long.mtly >cut.mtly
 "$M" export cut.mtly --format folded >cut.folded 2>err.txt || fail "a cut trace: export failed"
