@@ -53,8 +53,7 @@ struct mtl_blocks {
     _Atomic int want_ptr;
     _Atomic int want_sums;
     enum mtl_mode mode;    /* for the sums' weights */
-    int stack_deltas;      /* version 4 on: stacks are differences */
-    int time_runs;         /* version 5 on: times code runs of zeros */
+    uint32_t version;      /* the trace's: how its streams are coded */
     uint64_t rate;
 
     struct slot *slots;
@@ -150,6 +149,12 @@ static void claim(struct mtl_blocks *b, struct slot *s)
     b->number++;
 }
 
+/* Version 4 on: a block's stack ids are differences from the one before. */
+static inline int stack_deltas(const struct mtl_blocks *b)
+{
+    return b->version > MTL_FORMAT_WINDOW_LAST;
+}
+
 /* Room for n numbers of stream i in s: 0 or MTL_ENOMEM. */
 static int vals_room(struct slot *s, int i, size_t n)
 {
@@ -224,9 +229,9 @@ static int decode_stream(struct slot *s, int i, int deltas)
 /* Decodes stream i of s as the trace's version codes it. */
 static int decode_coded(const struct mtl_blocks *b, struct slot *s, int i)
 {
-    if (i == MTL_S_TIME && b->time_runs)
+    if (i == MTL_S_TIME && b->version >= MTL_FORMAT_TIME_RUNS_FIRST)
         return decode_time_runs(s);
-    return decode_stream(s, i, i == MTL_S_STACK && b->stack_deltas);
+    return decode_stream(s, i, i == MTL_S_STACK && stack_deltas(b));
 }
 
 /* Sums s's allocations per stack from the bytes of its SIZE and STACK
@@ -235,7 +240,7 @@ static void make_sums(const struct mtl_blocks *b, struct slot *s, struct decoder
 {
     struct mtl_sums_stream size = { .p = s->sp[MTL_S_SIZE], .end = s->se[MTL_S_SIZE] };
     struct mtl_sums_stream stack = { .p = s->sp[MTL_S_STACK], .end = s->se[MTL_S_STACK],
-                                     .deltas = (uint8_t)b->stack_deltas };
+                                     .deltas = (uint8_t)stack_deltas(b) };
     mtl__sums_make(&s->sums, &d->sums, &size, &stack, b->mode, b->rate);
     s->blk.nval[MTL_S_SIZE] = size.n;
     s->blk.bad[MTL_S_SIZE] = size.bad;
@@ -403,8 +408,7 @@ void mtl__blocks_want_pointers(struct mtl_blocks *b, int want)
 
 void mtl__blocks_version(struct mtl_blocks *b, uint32_t version)
 {
-    b->stack_deltas = version > MTL_FORMAT_WINDOW_LAST;
-    b->time_runs = version >= MTL_FORMAT_TIME_RUNS_FIRST;
+    b->version = version;
 }
 
 void mtl__blocks_want_sums(struct mtl_blocks *b, enum mtl_mode mode, uint64_t rate)
