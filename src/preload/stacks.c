@@ -21,7 +21,13 @@
  * probe without a lock.  Both check the hash, the depth and the innermost
  * address: two different stacks would have to agree on all three to be
  * confused (odds about 2^-64 per pair), a risk docs/DESIGN.md accepts for
- * the speed.
+ * the speed.  Between the two, a guess: the stack the thread looked up
+ * after its previous one, the last time it missed the cache.  Recursive
+ * and tree-walking code repeats long sequences of stacks too many to
+ * cache; the guessed stack's entry is checked like a cache entry, and its
+ * node ids, given in the order the stacks were first seen, are near the
+ * previous one's in memory, where the global table's entry is a cache
+ * miss.
  *
  * The node arrays live in the region (common/region.h), reserved once and
  * never moved, so the writer (memtally record, or our writer thread) reads
@@ -50,6 +56,7 @@ struct cache_entry {
 
 struct stack_cache {
     uint32_t gen;
+    uint32_t prev; /* the stack last returned (0: none) */
     struct cache_entry e[1u << CACHE_BITS];
     struct mtl__unwind_memo memo; /* the thread's last walk */
 };
@@ -58,6 +65,12 @@ struct stack_cache {
  * release store of their id; a grown table replaces the old one, which
  * stays mapped for readers still probing it, its memory given back
  * (retire_table). */
+struct known_stack {
+    uint64_t hash;
+    uint32_t depth;
+    uint32_t next;
+};
+
 struct stack_table {
     size_t mask;
     size_t count;
@@ -74,6 +87,10 @@ static struct {
     uint64_t self_lo, self_hi; /* libmemtally.so's code */
     /* Each thread state's cache, kept for the next thread that takes it. */
     struct stack_cache *cache[MTL_MAX_STATES];
+    /* By stack id (an innermost node's id): its hash and depth, to check a
+     * guess, and the stack looked up after it last time (0: none).
+     * Reserved for every node, touched as stacks come. */
+    struct known_stack *known;
     /* MEMTALLY_UNWIND=check: stacks walked by both, and how many differed. */
     atomic_ulong checked, differed, own_failed;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -215,7 +232,8 @@ static void find_self(void)
 int mtl__stacks_init(void)
 {
     struct stack_table *t = new_table(1u << 14);
-    if (!t || grow_slots() < 0)
+    st.known = mtl__pages_alloc((size_t)MTL_MAX_NODES * sizeof *st.known);
+    if (!t || !st.known || grow_slots() < 0)
         return -1;
     atomic_store(&st.table, t);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -273,8 +291,14 @@ static uint32_t intern(void *const *frames, int n, uint64_t h)
         if (!id)
             break;
     }
-    if (id && !table_find(h, leaf, (uint32_t)n))
+    if (id && !table_find(h, leaf, (uint32_t)n)) {
+        /* Before the table publishes id: a guess of id is checked on it. */
+        if (!st.known[id].depth) {
+            st.known[id].hash = h;
+            st.known[id].depth = (uint32_t)n;
+        }
         table_add(h, leaf, (uint32_t)n, id);
+    }
     pthread_mutex_unlock(&st.mu);
     return id;
 }
@@ -378,6 +402,7 @@ static struct stack_cache *cache_of(uint32_t slot)
     if (MTL_UNLIKELY(cache && cache->gen != gen)) {
         /* Addresses may mean other code now: nothing of before holds. */
         memset(cache->e, 0, sizeof cache->e);
+        cache->prev = 0;
         mtl__unwind_memo_forget(&cache->memo);
         cache->gen = gen;
     }
@@ -438,9 +463,19 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
 
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     struct cache_entry *e = cache ? &cache->e[h & ((1u << CACHE_BITS) - 1)] : NULL;
-    if (e && e->hash == h && e->leaf == leaf && e->depth == (uint32_t)n && e->id)
+    if (e && e->hash == h && e->leaf == leaf && e->depth == (uint32_t)n && e->id) {
+        cache->prev = e->id;
         return e->id;
-    uint32_t id = table_find(h, leaf, (uint32_t)n);
+    }
+    uint32_t prev = cache ? cache->prev : 0, id = 0;
+    if (prev) {
+        uint32_t guess = __atomic_load_n(&st.known[prev].next, __ATOMIC_ACQUIRE);
+        const struct known_stack *k = &st.known[guess];
+        if (guess && k->hash == h && k->depth == (uint32_t)n && ADDR[guess] == leaf)
+            id = guess;
+    }
+    if (!id)
+        id = table_find(h, leaf, (uint32_t)n);
     if (!id) {
         /* A stack never seen may run in code that libc loaded by itself
          * (NSS, iconv): the module map first, so that the writer, which
@@ -449,6 +484,10 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
             mtl__modules_rescan();
         id = intern(frames, n, h);
     }
+    if (prev && id && st.known[prev].next != id)
+        __atomic_store_n(&st.known[prev].next, id, __ATOMIC_RELEASE);
+    if (cache)
+        cache->prev = id;
     if (e && id) {
         e->hash = h;
         e->leaf = leaf;
