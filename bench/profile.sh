@@ -6,7 +6,8 @@
 # libmemtally (the hooks, the stack walker, stacks, events), libunwind
 # (walks ours leaves to it), memtally (memtally record: encoding and
 # compression), libzstd, the kernel, the clock (vDSO), libc and the
-# program; then libmemtally's functions in full mode.  Needs perf
+# program; then libmemtally's functions in full mode, and how the stacks
+# were found (frames walked or reused, lookups guessed).  Needs perf
 # (linux-perf).  About 30 s.   sh bench/profile.sh
 set -e
 cd "$(dirname "$0")/.."
@@ -42,4 +43,10 @@ for run in "storm full" "storm sampled" "bintree full"; do
         shares dso,sym
     fi
     rm -f "$B/profile.data" "$B/profile.mtly"
+    # How the stacks were found: walked frames against reused ones, and
+    # lookups that missed the thread's cache against those guessed right
+    # (docs/DESIGN.md, "Unique stacks"); MEMTALLY_UNWIND=check prints them.
+    echo "   stacks: $(MEMTALLY_UNWIND=check build/memtally record -q $opt -o "$B/profile.mtly" \
+        -- "$@" 2>&1 >/dev/null | sed -n 's/.*differed; //p')"
+    rm -f "$B/profile.mtly"
 done

@@ -57,6 +57,7 @@ struct cache_entry {
 struct stack_cache {
     uint32_t gen;
     uint32_t prev; /* the stack last returned (0: none) */
+    uint64_t missed, guessed; /* lookups past the cache, and guessed right */
     struct cache_entry e[1u << CACHE_BITS];
     struct mtl__unwind_memo memo; /* the thread's last walk */
 };
@@ -367,17 +368,20 @@ void mtl__stacks_report(void)
 {
     if (mtl__pl.opt.unwinder != MTL_UNWIND_CHECK)
         return;
-    uint64_t reused = 0, stepped = 0;
+    uint64_t reused = 0, stepped = 0, missed = 0, guessed = 0;
     for (size_t i = 0; i < MTL_MAX_STATES; i++)
         if (st.cache[i]) {
             reused += st.cache[i]->memo.reused;
             stepped += st.cache[i]->memo.stepped;
+            missed += st.cache[i]->missed;
+            guessed += st.cache[i]->guessed;
         }
     mtl__say("unwind check: %lu stacks walked by both, %lu differed; %lu left to libunwind; "
-             "%llu frames reused, %llu stepped",
+             "%llu frames reused, %llu stepped; %llu stacks past the cache, %llu guessed",
              (unsigned long)atomic_load(&st.checked), (unsigned long)atomic_load(&st.differed),
              (unsigned long)atomic_load(&st.own_failed), (unsigned long long)reused,
-             (unsigned long long)stepped);
+             (unsigned long long)stepped, (unsigned long long)missed,
+             (unsigned long long)guessed);
 }
 
 /* A stack's hash, from its outermost frame in (as unwind.c keeps it). */
@@ -469,10 +473,17 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
     }
     uint32_t prev = cache ? cache->prev : 0, id = 0;
     if (prev) {
+        cache->missed++;
         uint32_t guess = __atomic_load_n(&st.known[prev].next, __ATOMIC_ACQUIRE);
         const struct known_stack *k = &st.known[guess];
-        if (guess && k->hash == h && k->depth == (uint32_t)n && ADDR[guess] == leaf)
+        if (guess && k->hash == h && k->depth == (uint32_t)n && ADDR[guess] == leaf) {
             id = guess;
+            cache->guessed++;
+            if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) &&
+                table_find(h, leaf, (uint32_t)n) != guess &&
+                atomic_fetch_add(&st.differed, 1) < 5)
+                mtl__say("unwind check: a guessed stack is not the table's");
+        }
     }
     if (!id)
         id = table_find(h, leaf, (uint32_t)n);

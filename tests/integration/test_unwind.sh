@@ -1,7 +1,8 @@
 #!/bin/sh
 # memtally's own stack walker (src/preload/unwind.c) against libunwind:
 # MEMTALLY_UNWIND=check walks every stack with both and says at exit how
-# many differed.  Zero on tests/programs/unwind_shapes.c (recursion, rbp
+# many differed (a stack guessed from the one before, checked against the
+# table, counts too).  Zero on tests/programs/unwind_shapes.c (recursion, rbp
 # frames, alloca, one call site into frames of other sizes, a realigned
 # stack, signal handlers on both stacks, longjmp, two threads), built -O2
 # and -O0, and on programs we did not write.  Frames it cannot follow
@@ -15,7 +16,7 @@ cc -O2 -g -pthread -o shapes "$MEMTALLY_ROOT/tests/programs/unwind_shapes.c" ||
 
 # check_walks NAME PROGRAM...: records it in check mode; its stdout must be
 # the same as alone, and no stack may differ (nor its hash, kept by the
-# walker).  Sets walked, left, reused.  $DEPTH: record's --depth.
+# walker).  Sets walked, left, reused, guessed.  $DEPTH: record's --depth.
 check_walks() {
     name=$1; shift
     "$@" >alone.out 2>/dev/null || fail "$name fails even alone"
@@ -24,8 +25,9 @@ check_walks() {
     cmp -s alone.out rec.out || fail "$name printed something else when recorded"
     line=$(grep "stacks walked by both" rec.err) || fail "$name: no check line in: $(cat rec.err)"
     echo "$name: $line"
-    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames reused.*/\1 \2 \3 \4/')
-    walked=$1 left=$3 reused=$4
+    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames reused.*, \([0-9]*\) guessed$/\1 \2 \3 \4 \5/')
+    [ $# = 5 ] || fail "$name: cannot read the check line: $line"
+    walked=$1 left=$3 reused=$4 guessed=$5
     expect_eq "$name: stacks that differed" 0 "$2"
     [ "$walked" -gt 0 ] || fail "$name: no stack walked by both"
 }
@@ -37,6 +39,13 @@ check_walks "shapes -O0" "$TEST_PROGRAMS/unwind_shapes"
 # Stacks cut at a few frames: reused walks that end at the limit, and
 # walks resumed past a kept one's end.
 DEPTH=6 check_walks "shapes, --depth 6" ./shapes
+
+# Binary trees: thousands of stacks, met in the same order tree after
+# tree, too many for the thread's cache: most are guessed, and each guess
+# is checked against the table.
+cc -O2 -g -o trees "$MEMTALLY_ROOT/bench/workloads/binarytrees.c" || fail "cannot build binarytrees"
+check_walks "binary trees" ./trees 12
+[ "$guessed" -gt 10000 ] || fail "binary trees: only $guessed stacks guessed"
 
 # The default mode gives the stacks libunwind gives: every stack with its
 # bytes, as folded stacks (the program allocates the same each run).
