@@ -562,10 +562,20 @@ static void merge_runs(struct mtl_encoder *e, uint64_t cutoff)
     for (size_t i = n; i-- > 0;)
         sift_down(e, heap, n, i);
     while (n > 0) {
+        /* The top run's events up to the next run's first (ties go to
+         * the top, as sift_down leaves it there): one sift a stretch, not
+         * an event; a thread alone is a chunk a stretch. */
         struct mtl_chunk *c = mtl_region_chunk(e->r, e->runs[heap[0]]);
-        encode(e, &c->ev[c->pos]);
-        c->pos++;
-        if (c->pos >= run_n(e, heap[0]) || run_time(e, heap[0]) >= cutoff)
+        uint32_t end = run_n(e, heap[0]);
+        uint64_t until = cutoff;
+        for (size_t k = 1; k <= 2 && k < n; k++)
+            if (run_time(e, heap[k]) < until)
+                until = run_time(e, heap[k]) + 1;
+        do {
+            encode(e, &c->ev[c->pos]);
+            c->pos++;
+        } while (c->pos < end && MTL_CEV_TIME(&c->ev[c->pos]) < until);
+        if (c->pos >= end || run_time(e, heap[0]) >= cutoff)
             heap[0] = heap[--n];
         sift_down(e, heap, n, 0);
     }
