@@ -90,8 +90,11 @@ static struct {
     struct stack_cache *cache[MTL_MAX_STATES];
     /* By stack id (an innermost node's id): its hash and depth, to check a
      * guess, and the stack looked up after it last time (0: none).
-     * Reserved for every node, touched as stacks come. */
+     * Reserved for every node (or for fewer, under an address space
+     * limit: ids from known_cap on are not guessed), touched as stacks
+     * come. */
     struct known_stack *known;
+    uint32_t known_cap;
     /* MEMTALLY_UNWIND=check: stacks walked by both, and how many differed. */
     atomic_ulong checked, differed, own_failed;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -233,9 +236,14 @@ static void find_self(void)
 int mtl__stacks_init(void)
 {
     struct stack_table *t = new_table(1u << 14);
-    st.known = mtl__pages_alloc((size_t)MTL_MAX_NODES * sizeof *st.known);
-    if (!t || !st.known || grow_slots() < 0)
+    if (!t || grow_slots() < 0)
         return -1;
+    /* A gigabyte of address space: a program under ulimit -v may not have
+     * it, and recording must not fail for a guess. */
+    for (uint32_t cap = MTL_MAX_NODES; cap >= (1u << 16) && !st.known; cap >>= 2) {
+        st.known = mtl__pages_alloc((size_t)cap * sizeof *st.known);
+        st.known_cap = st.known ? cap : 0;
+    }
     atomic_store(&st.table, t);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     /* mtl__capture_stack's frame and the hook's are not the program's. */
@@ -294,7 +302,7 @@ static uint32_t intern(void *const *frames, int n, uint64_t h)
     }
     if (id && !table_find(h, leaf, (uint32_t)n)) {
         /* Before the table publishes id: a guess of id is checked on it. */
-        if (!st.known[id].depth) {
+        if (id < st.known_cap && !st.known[id].depth) {
             st.known[id].hash = h;
             st.known[id].depth = (uint32_t)n;
         }
@@ -471,12 +479,12 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
         cache->prev = e->id;
         return e->id;
     }
-    uint32_t prev = cache ? cache->prev : 0, id = 0;
+    uint32_t prev = cache && cache->prev < st.known_cap ? cache->prev : 0, id = 0;
     if (prev) {
         cache->missed++;
         uint32_t guess = __atomic_load_n(&st.known[prev].next, __ATOMIC_ACQUIRE);
-        const struct known_stack *k = &st.known[guess];
-        if (guess && k->hash == h && k->depth == (uint32_t)n && ADDR[guess] == leaf) {
+        const struct known_stack *k = guess < st.known_cap ? &st.known[guess] : NULL;
+        if (guess && k && k->hash == h && k->depth == (uint32_t)n && ADDR[guess] == leaf) {
             id = guess;
             cache->guessed++;
             if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) &&
@@ -495,7 +503,7 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
             mtl__modules_rescan();
         id = intern(frames, n, h);
     }
-    if (prev && id && st.known[prev].next != id)
+    if (prev && id && id < st.known_cap && st.known[prev].next != id)
         __atomic_store_n(&st.known[prev].next, id, __ATOMIC_RELEASE);
     if (cache)
         cache->prev = id;
