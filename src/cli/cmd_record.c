@@ -359,6 +359,23 @@ int cmd_record(int argc, char **argv)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
     }
 
+    if (have_region && writer_ok && !writer.written) {
+        /* The recorder never began inside the program (even /bin/true's
+         * trace has a header): its shared region could not be mapped, as
+         * under ulimit -v, or the program died before its first
+         * instruction.  An empty file would only puzzle. */
+        unlink(trace);
+        char limit[160] = "";
+        struct rlimit as;
+        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+            snprintf(limit, sizeof limit,
+                     " (ulimit -v limits its address space to %llu MiB; the recorder "
+                     "maps about 850 MiB of it)",
+                     (unsigned long long)(as.rlim_cur >> 20));
+        cli_error("record: nothing was recorded: the recorder did not start inside %s%s",
+                  prog[0], limit);
+        writer_ok = 0;
+    }
     if (!writer_ok) {
         /* Said already; the program's own failure, if any, comes first. */
         if (WIFEXITED(status) && WEXITSTATUS(status))

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Programs LD_PRELOAD cannot reach get a reason and a non-zero exit, not an
 # empty trace: a statically linked program, and one that gains privileges
-# at exec (set-user-ID to another user: the loader's secure mode); and a
-# program that allocates without malloc is told apart from an empty trace.
+# at exec (set-user-ID to another user: the loader's secure mode), and one
+# whose address space (ulimit -v) has no room for the recorder; a program
+# that allocates without malloc is told apart from an empty trace.
 . "$MEMTALLY_ROOT/tests/integration/lib.sh"
 
 cat >s.c <<'EOF_C'
@@ -45,3 +46,28 @@ ${CC:-cc} -o mmap_prog m.c || fail "cannot build a test program"
 "$MEMTALLY_BIN" record -o m.mtly -- ./mmap_prog 2>err.txt || fail "recording a program without malloc failed"
 grep -q "no allocation of ./mmap_prog went through malloc" err.txt || fail "not said: $(cat err.txt)"
 expect_eq "its trace's allocations" 0 "$(info_get m.mtly allocations)"
+
+# An address space with room for memtally record but not for the
+# recorder in the program, whose 600 MiB of zeroed data come first (the
+# region is about 850 MiB, mapped by both): the program says it runs
+# unprofiled, memtally record why, with a non-zero exit and no empty file.
+cat >big.c <<'EOF_C'
+#include <stdlib.h>
+static char big[600 << 20];
+int main(void) { big[0] = 1; free(malloc(10)); return big[1]; }
+EOF_C
+${CC:-cc} -o big_prog big.c || fail "cannot build a test program"
+( ulimit -v 1200000 && "$MEMTALLY_BIN" record -o l.mtly -- ./big_prog 2>err.txt )
+expect_eq "exit status when the recorder has no room" 1 $?
+grep -q "nothing was recorded.*ulimit -v limits its address space to 1171 MiB" err.txt ||
+    fail "no reason given: $(cat err.txt)"
+grep -q "cannot set up recording (out of memory); the program runs unprofiled" err.txt ||
+    fail "the program's own line is missing: $(cat err.txt)"
+[ $(wc -l <err.txt) = 2 ] || fail "not two lines: $(cat err.txt)"
+[ ! -e l.mtly ] || fail "an empty trace was left"
+echo "ok: no room: $(cat err.txt)"
+# Room for the region but not for the gigabyte of the guessed stacks'
+# entries (src/preload/stacks.c takes less): recorded all the same.
+( ulimit -v 1300000 && "$MEMTALLY_BIN" record -q -o g.mtly -- ./dyn_prog ) ||
+    fail "recording under ulimit -v 1300000 failed"
+expect_eq "allocations under ulimit -v 1300000" 1 "$(info_get g.mtly allocations)"
