@@ -152,7 +152,9 @@ HOOK_INLINE int wanted(struct mtl__tls *tls, size_t size)
 }
 
 /* skip: frames of memtally between the hook and the program, besides the
- * hook's own. */
+ * hook's own.  Inlined into the hook, whose frame (with a frame pointer,
+ * as taking its address gives it one) is the program's caller's: the walk
+ * begins at the program's frame (mtl__capture_stack_at). */
 HOOK_INLINE void note_alloc_skip(struct mtl__tls *tls, void *p, size_t size, unsigned skip)
 {
     if (mtl__pl.opt.sample_rate && mtl__sampled_add((uint64_t)(uintptr_t)p) < 0)
@@ -160,7 +162,7 @@ HOOK_INLINE void note_alloc_skip(struct mtl__tls *tls, void *p, size_t size, uns
     int saved = errno;
     struct mtl_tstate *ts = mtl__thread_state();
     if (ts) {
-        uint32_t stack = mtl__capture_stack(mtl__tls.slot, skip);
+        uint32_t stack = mtl__capture_stack_at(mtl__tls.slot, __builtin_frame_address(0), skip);
         mtl__record_alloc((uint64_t)(uintptr_t)p, size, stack);
     }
     tls->last_alloc = p;
@@ -355,7 +357,9 @@ HOOK_INLINE void *realloc_common(void *p, size_t size, size_t nmemb, int array)
         hit = mtl__sample_hit(tls, total);
     int new_known = q && (!sampled || (hit && mtl__sampled_add((uint64_t)(uintptr_t)q) == 0));
     struct mtl_tstate *ts = mtl__thread_state();
-    uint32_t stack = (new_known && ts) ? mtl__capture_stack(mtl__tls.slot, 0) : 0;
+    uint32_t stack = (new_known && ts)
+                         ? mtl__capture_stack_at(mtl__tls.slot, __builtin_frame_address(0), 0)
+                         : 0;
     if (old_known)
         mtl__end_pending_realloc(t_free, (uint64_t)(uintptr_t)p, freed,
                                  new_known ? (uint64_t)(uintptr_t)q : 0, total, stack);

@@ -212,6 +212,10 @@ int mtl__unwind_init(void) MTL_HIDDEN;
  * 0 in mtl__unwind itself: how many, or -1 when a frame has a rule we do
  * not follow (ask libunwind). */
 int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max) MTL_HIDDEN;
+/* The same from a frame of the program: its ip (a return address), its
+ * stack pointer and its rbp, as a hook with a frame pointer finds them. */
+int mtl__unwind_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp,
+                     uint64_t rbp) MTL_HIDDEN;
 /* Code was unloaded: the shared rule cache emptied, and (by the thread
  * owning it, before its next walk) a memo's rules and walks. */
 void mtl__unwind_forget(void) MTL_HIDDEN;
@@ -221,6 +225,11 @@ void mtl__unwind_atfork(int phase) MTL_HIDDEN;
 /* stacks.c: unwinding and interning. */
 int mtl__stacks_init(void) MTL_HIDDEN;
 uint32_t mtl__capture_stack(uint32_t slot, unsigned skip) MTL_HIDDEN;
+/* The same, from a hook's frame (__builtin_frame_address(0) of a hook that
+ * the program called, or that the exported hook jumped to): the walk then
+ * begins at the program's frame, with none of memtally's to walk through.
+ * skip: as above, for when it cannot. */
+uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip) MTL_HIDDEN;
 /* The one-frame stack of an address (0 when the table is full). */
 uint32_t mtl__stack_of_address(uint64_t addr) MTL_HIDDEN;
 void mtl__stacks_forget_addresses(void) MTL_HIDDEN; /* after an unload */

@@ -421,6 +421,9 @@ static struct stack_cache *cache_of(uint32_t slot)
     return cache;
 }
 
+static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n,
+                           const struct mtl__unwind_walk *walk);
+
 uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
 {
     void *buf[MTL_MAX_DEPTH + 8];
@@ -460,6 +463,14 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
         }
     }
 
+    return find_stack(cache, frames, n, walk);
+}
+
+/* The id of the stack frames[0 .. n) (innermost first), walk: the walk
+ * they are in (its hashes made), else NULL. */
+static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n,
+                           const struct mtl__unwind_walk *walk)
+{
     /* From the outermost frame in; our walker has it made for its frames
      * (only the frames it did not reuse cost anything). */
     uint64_t h;
@@ -514,6 +525,44 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
         e->id = id;
     }
     return id;
+}
+
+/* MEMTALLY_UNWIND=check, for a walk from the program's frame: its frames
+ * against libunwind's, less those of memtally atop them. */
+static void check_walk_from(void *const *frames, int n)
+{
+    void *buf[MTL_MAX_DEPTH + 16];
+    int m = unw_backtrace(buf, (int)mtl__pl.opt.depth + 16), i = 0;
+    atomic_fetch_add(&st.checked, 1);
+    while (i < m && (uint64_t)(uintptr_t)buf[i] - st.self_lo < st.self_hi - st.self_lo)
+        i++;
+    int same = n <= m - i && (n == (int)mtl__pl.opt.depth || n == m - i);
+    for (int k = 0; same && k < n; k++)
+        same = buf[i + k] == frames[k];
+    if (!same && atomic_fetch_add(&st.differed, 1) < 5)
+        mtl__say("unwind check: from the program's frame, own %d frames, libunwind %d: "
+                 "%p/%p %p/%p", n, m - i, n > 0 ? frames[0] : NULL, i < m ? buf[i] : NULL,
+                 n > 1 ? frames[1] : NULL, i + 1 < m ? buf[i + 1] : NULL);
+}
+
+uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
+{
+    const uint64_t *fp = frame;
+    uint64_t ip = fp[1];
+    struct stack_cache *cache = cache_of(slot);
+    /* A hook called from memtally (not by a jump from the exported one),
+     * or a thread that the walk from here cannot do: the walk from here. */
+    if (MTL_UNLIKELY(!cache || mtl__tls.iframes || mtl__pl.opt.unwinder == MTL_UNWIND_LIBUNWIND ||
+                     ip - st.self_lo < st.self_hi - st.self_lo))
+        return mtl__capture_stack(slot, skip);
+    int n = mtl__unwind_from(&cache->memo, mtl__pl.opt.depth, ip, (uint64_t)(uintptr_t)(fp + 2),
+                             fp[0]);
+    if (MTL_UNLIKELY(n < 1))
+        return mtl__capture_stack(slot, skip); /* which leaves it to libunwind */
+    const struct mtl__unwind_walk *walk = &cache->memo.walk[cache->memo.cur];
+    if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
+        check_walk_from(walk->ip, n);
+    return find_stack(cache, walk->ip, n, walk);
 }
 
 void mtl__stacks_forget_addresses(void)

@@ -570,16 +570,18 @@ void mtl__unwind_atfork(int phase)
 /* ------------------------------------------------------------- walk */
 
 /* One step from frame k of w: its caller's frame into k + 1.  1: done,
- * 0: the walk ended at k (no caller), -1: cannot follow. */
+ * 0: the walk ended at k (no caller), -1: cannot follow.  A frame's rule is
+ * that of the instruction before its ip, a return address, but for frame
+ * 0 of a walk that began where it was (ra0 0). */
 static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, uint32_t k,
-                       const struct mtl__unwind_walk *last)
+                       const struct mtl__unwind_walk *last, uint32_t ra0)
 {
     uint64_t ip = (uint64_t)(uintptr_t)w->ip[k];
     /* The last walk's frame k at the same address has its rule at hand
      * (already loaded, off the chain of dependent loads a step is). */
     uint64_t rule = last && k < last->n && last->ip[k] == w->ip[k] ? last->rule[k] : 0;
     if (!rule)
-        rule = rule_at(m, k ? ip - 1 : ip);
+        rule = rule_at(m, (k | ra0) ? ip - 1 : ip);
     w->rule[k] = rule;
     if (MTL_UNLIKELY(!(rule & RULE_OK)))
         return -1;
@@ -611,10 +613,11 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
  * not rbp-based and it saved its caller's rbp (read back from the stack).
  * Then an rbp that changed since the kept walk (a callee-saved register
  * the function keeps a loop variable in) does not stop the reuse. */
-static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w, uint32_t k)
+static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w, uint32_t k,
+                             uint32_t ra0)
 {
     uint64_t ip = (uint64_t)(uintptr_t)w->ip[k];
-    uint64_t rule = rule_at(m, k ? ip - 1 : ip);
+    uint64_t rule = rule_at(m, (k | ra0) ? ip - 1 : ip);
     return (rule & (RULE_OK | RULE_END | RULE_CFA_RBP | RULE_RBP_SAVED)) == (RULE_OK | RULE_RBP_SAVED);
 }
 
@@ -652,13 +655,11 @@ static void hash_frames(struct mtl__unwind_walk *w, uint32_t from)
         w->hs[i] = h = mtl__stack_hash_step(h, (uint64_t)(uintptr_t)w->ip[i]);
 }
 
-__attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max)
+/* The walk from frame 0 (ip, sp, rbp); ra0: ip is a return address. */
+static inline __attribute__((always_inline)) int
+walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, uint64_t rbp,
+          uint32_t ra0)
 {
-    uint64_t ip, sp, rbp;
-    /* This function's own frame, where the walk begins: the rule for this
-     * very instruction describes the stack as it is here. */
-    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                     : "=&r"(ip), "=&r"(sp), "=&r"(rbp));
     if (max > MTL_UNWIND_CAP)
         max = MTL_UNWIND_CAP;
     uint64_t owner = (uint64_t)(uintptr_t)&mtl__tls;
@@ -684,7 +685,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
                 j++;
             next_sp = j < old->n ? old->sp[j] : UINT64_MAX;
             if (j < old->n && old->sp[j] == w->sp[k] && old->ip[j] == w->ip[k] &&
-                (old->rbp[j] == w->rbp[k] || rbp_unused(m, w, k))) {
+                (old->rbp[j] == w->rbp[k] || rbp_unused(m, w, k, ra0))) {
                 next_sp = UINT64_MAX; /* one try: what follows is checked now */
                 if (still_holds(old, j)) {
                     uint32_t n = old->n - j;
@@ -712,7 +713,7 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
         }
         if (k + 1 >= max)
             break;
-        int r = step(m, w, k, last);
+        int r = step(m, w, k, last, ra0);
         stepped++;
         if (r < 0) {
             m->stepped += stepped;
@@ -731,4 +732,20 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
     m->cur ^= 1;
     m->owner = owner;
     return (int)w->n;
+}
+
+__attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max)
+{
+    uint64_t ip, sp, rbp;
+    /* This function's own frame, where the walk begins: the rule for this
+     * very instruction describes the stack as it is here. */
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+                     : "=&r"(ip), "=&r"(sp), "=&r"(rbp));
+    return walk_from(m, max, ip, sp, rbp, 0);
+}
+
+__attribute__((noinline)) int mtl__unwind_from(struct mtl__unwind_memo *m, uint32_t max,
+                                               uint64_t ip, uint64_t sp, uint64_t rbp)
+{
+    return walk_from(m, max, ip, sp, rbp, 1);
 }
