@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -108,6 +109,42 @@ static void close_trace(struct record_writer *rw)
     atomic_store(&rw->r->done, 1);
 }
 
+/* Whether rw->live may hold ptr: a count of its addresses per 16-byte
+ * slot of address space, modulo 16 MiB, which stays at 255 once there.
+ * Every allocation asks (to drop a block whose free was never seen); most
+ * are at no such address, and a byte near the last one's (allocations
+ * come in runs of addresses) costs less than a probe of the map, a cache
+ * miss each (a quarter of memtally record's time on binary trees, whose
+ * long-lived tree is 262,143 blocks older than the window).  Without its
+ * megabyte, every address may. */
+#define MAYBE_SLOTS (1u << 20)
+
+static uint8_t *maybe_slot(struct record_writer *rw, uint64_t ptr)
+{
+    return rw->maybe_live ? &rw->maybe_live[(ptr >> 4) & (MAYBE_SLOTS - 1)] : NULL;
+}
+
+static int live_take(struct record_writer *rw, uint64_t ptr, uint64_t *size)
+{
+    uint8_t *c = maybe_slot(rw, ptr);
+    if (!rw->live.count || (c && !*c) || !mtl_hmap_take(&rw->live, ptr, size))
+        return 0;
+    if (c && *c < 255)
+        (*c)--;
+    return 1;
+}
+
+static void live_put(struct record_writer *rw, uint64_t ptr, uint64_t size)
+{
+    uint64_t old;
+    int rc = mtl_hmap_put(&rw->live, ptr, size, &old);
+    uint8_t *c = maybe_slot(rw, ptr);
+    if (rc == 1)
+        rw->live_bytes -= old;
+    else if (rc == 0 && c && *c < 255)
+        (*c)++;
+}
+
 /* The live bytes of the trace being written, for `status` (top): the
  * encoder knows the sizes of the last allocations' blocks
  * (trace/ptrcode.h), rw->live those of older ones still live. */
@@ -117,7 +154,7 @@ static void observe(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size)
     uint64_t old;
     switch (seen) {
     case MTL_SEEN_ALLOC:
-        if (rw->live.count && mtl_hmap_take(&rw->live, ptr, &old))
+        if (live_take(rw, ptr, &old))
             rw->live_bytes -= old; /* a free we never saw */
         rw->live_bytes += size;
         break;
@@ -125,11 +162,10 @@ static void observe(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size)
         rw->live_bytes -= size;
         break;
     case MTL_SEEN_LEFT:
-        if (mtl_hmap_put(&rw->live, ptr, size, &old) == 1)
-            rw->live_bytes -= old;
+        live_put(rw, ptr, size);
         break;
     case MTL_SEEN_FREE_OLD:
-        if (mtl_hmap_take(&rw->live, ptr, &old))
+        if (live_take(rw, ptr, &old))
             rw->live_bytes -= old;
         break;
     }
@@ -161,6 +197,10 @@ static int begin_trace(struct record_writer *rw, const char *given, int clobber)
     if (rc < 0)
         return rc;
     mtl_hmap_clear(&rw->live);
+    if (rw->maybe_live)
+        memset(rw->maybe_live, 0, MAYBE_SLOTS);
+    else
+        rw->maybe_live = calloc(MAYBE_SLOTS, 1);
     rw->live_bytes = 0;
     atomic_store(&r->live_bytes, 0);
     rw->enc.observe = observe;
@@ -445,6 +485,8 @@ int record_writer_finish(struct record_writer *rw, int status)
             unlink(rw->path);
     }
     mtl_hmap_release(&rw->live);
+    free(rw->maybe_live);
+    rw->maybe_live = NULL;
     if (rw->r)
         munmap(rw->r, rw->r->size);
     rw->r = NULL;

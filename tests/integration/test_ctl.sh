@@ -249,3 +249,52 @@ expect_eq "answer to another user" closed "$answer"
 as_nobody "$M" ctl "$wpid" status --json >nobody.out || fail "nobody's own ctl failed"
 expect_eq "state, asked by nobody" recording "$(jq -r .state nobody.out)"
 stop_worker
+
+# Live bytes with blocks older than the encoder's window (2^19
+# allocations): memtally record keeps those in a map, with a count per
+# address slot in front of it that every allocation asks first; frees of
+# old blocks must find them there.  The status while the program sleeps
+# is its trace's live at the end.
+XDG_RUNTIME_DIR=$TEST_TMP/run
+cat >old.c <<'EOF_C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(void)
+{
+    enum { KEEP = 300000, CHURN = 700000 };
+    static void *keep[KEEP], *churn[CHURN];
+    for (int i = 0; i < KEEP; i++)
+        keep[i] = malloc(32);
+    for (int i = 0; i < CHURN; i++) {
+        churn[i] = malloc(48);
+        if (i % 2)
+            free(churn[i]);
+    }
+    for (int i = 0; i < KEEP; i += 2)
+        free(keep[i]);
+    for (int i = 0; i < 1000; i++)
+        keep[i] = malloc(32);
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    sleep(60);
+    return keep[1] == churn[0];
+}
+EOF_C
+cc -O0 -o old_prog old.c || fail "cannot build a test program"
+"$M" record -q -o old.mtly -- ./old_prog >old.out 2>old.err &
+rec=$!
+wpid=
+for i in $(seq 100); do
+    wpid=$(sed -n 's/^ready //p' old.out)
+    [ -n "$wpid" ] && break
+    sleep 0.1
+done
+[ -n "$wpid" ] || fail "old_prog did not start: $(cat old.err)"
+sleep 0.5
+status
+live=$(get live_bytes)
+kill -TERM "$wpid"
+wait "$rec"
+expect_eq "status's live bytes with blocks older than the window" \
+    "$("$M" info --json old.mtly | jq -r .live_bytes_at_end)" "$live"
