@@ -58,6 +58,13 @@ struct stack_cache {
     uint32_t gen;
     uint32_t prev; /* the stack last returned (0: none) */
     uint64_t missed, guessed; /* lookups past the cache, and guessed right */
+    /* The last stack interned, from its outermost frame: each frame's
+     * address and node, so that the next one walks the trie only from
+     * where it differs (a new stack is most often the last one's callers
+     * and a frame or two of its own).  Valid in generation path_gen. */
+    uint32_t path_n, path_gen;
+    uint64_t path_addr[MTL_MAX_DEPTH];
+    uint32_t path_id[MTL_MAX_DEPTH];
     struct cache_entry e[1u << CACHE_BITS];
     struct mtl__unwind_memo memo; /* the thread's last walk */
 };
@@ -290,15 +297,35 @@ uint32_t mtl__stack_of_address(uint64_t addr)
     return id;
 }
 
-static uint32_t intern(void *const *frames, int n, uint64_t h)
+/* The node of frames[0 .. n) (innermost first), its callers' first, made
+ * where new; cache: the thread's, whose last path spares the trie's
+ * lookups of the frames in common (NULL: none). */
+static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, uint64_t h)
 {
     uint32_t id = 0;
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     pthread_mutex_lock(&st.mu);
-    for (int i = n - 1; i >= 0; i--) {
-        id = child(id, (uint64_t)(uintptr_t)frames[i]);
+    int d = 0; /* frames done, from the outermost */
+    /* Under st.mu: an unload (a new generation, new nodes) cannot come
+     * between the check and the use of the path. */
+    if (cache && cache->path_gen == atomic_load_explicit(&st.gen, memory_order_relaxed))
+        for (; d < n && d < (int)cache->path_n &&
+               cache->path_addr[d] == (uint64_t)(uintptr_t)frames[n - 1 - d];
+             d++)
+            id = cache->path_id[d];
+    for (; d < n; d++) {
+        uint64_t addr = (uint64_t)(uintptr_t)frames[n - 1 - d];
+        id = child(id, addr);
         if (!id)
             break;
+        if (cache && d < MTL_MAX_DEPTH) {
+            cache->path_addr[d] = addr;
+            cache->path_id[d] = id;
+        }
+    }
+    if (cache) {
+        cache->path_n = (uint32_t)(d < MTL_MAX_DEPTH ? d : MTL_MAX_DEPTH);
+        cache->path_gen = atomic_load_explicit(&st.gen, memory_order_relaxed);
     }
     if (id && !table_find(h, leaf, (uint32_t)n)) {
         /* Before the table publishes id: a guess of id is checked on it. */
@@ -512,7 +539,7 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
          * may be another process, finds the module before the nodes. */
         if (mtl__modules_changed())
             mtl__modules_rescan();
-        id = intern(frames, n, h);
+        id = intern(cache, frames, n, h);
     }
     if (prev && id && id < st.known_cap && st.known[prev].next != id)
         __atomic_store_n(&st.known[prev].next, id, __ATOMIC_RELEASE);
