@@ -655,8 +655,9 @@ static void hash_frames(struct mtl__unwind_walk *w, uint32_t from)
         w->hs[i] = h = mtl__stack_hash_step(h, (uint64_t)(uintptr_t)w->ip[i]);
 }
 
-/* The walk from frame 0 (ip, sp, rbp); ra0: ip is a return address. */
-static inline __attribute__((always_inline)) int
+/* The walk from frame 0 (ip, sp, rbp); ra0: ip is a return address.  One
+ * copy for both entries, so that the steps stay inlined into it. */
+static __attribute__((noinline)) int
 walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, uint64_t rbp,
           uint32_t ra0)
 {
@@ -741,7 +742,10 @@ __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t m
      * very instruction describes the stack as it is here. */
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                      : "=&r"(ip), "=&r"(sp), "=&r"(rbp));
-    return walk_from(m, max, ip, sp, rbp, 0);
+    int n = walk_from(m, max, ip, sp, rbp, 0);
+    /* Not a jump to walk_from: this frame, where the walk begins, stays. */
+    __asm__ volatile("" : : "r"(n));
+    return n;
 }
 
 __attribute__((noinline)) int mtl__unwind_from(struct mtl__unwind_memo *m, uint32_t max,
