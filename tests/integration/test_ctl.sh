@@ -282,15 +282,10 @@ int main(void)
 }
 EOF_C
 cc -O0 -o old_prog old.c || fail "cannot build a test program"
-"$M" record -q -o old.mtly -- ./old_prog >old.out 2>old.err &
-rec=$!
-wpid=
-for i in $(seq 100); do
-    wpid=$(sed -n 's/^ready //p' old.out)
-    [ -n "$wpid" ] && break
-    sleep 0.1
-done
-[ -n "$wpid" ] || fail "old_prog did not start: $(cat old.err)"
+ctl_worker=$worker
+worker=$PWD/old_prog
+start_worker "$PWD" -o old.mtly
+worker=$ctl_worker
 sleep 0.5
 status
 live=$(get live_bytes)
