@@ -69,16 +69,17 @@ struct stack_cache {
     struct mtl__unwind_memo memo; /* the thread's last walk */
 };
 
+/* What is known of a stack id, for a guess of it (st.known). */
+struct known_stack {
+    uint64_t hash;
+    uint32_t depth;
+    uint32_t next; /* the stack looked up after it last time (0: none) */
+};
+
 /* The global table: entries are written under st.mu and published by the
  * release store of their id; a grown table replaces the old one, which
  * stays mapped for readers still probing it, its memory given back
  * (retire_table). */
-struct known_stack {
-    uint64_t hash;
-    uint32_t depth;
-    uint32_t next;
-};
-
 struct stack_table {
     size_t mask;
     size_t count;
@@ -578,7 +579,8 @@ uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
     uint64_t ip = fp[1];
     struct stack_cache *cache = cache_of(slot);
     /* A hook called from memtally (not by a jump from the exported one),
-     * or a thread that the walk from here cannot do: the walk from here. */
+     * or a thread with interpreter frames: the walk from memtally's own
+     * frame, as before. */
     if (MTL_UNLIKELY(!cache || mtl__tls.iframes || mtl__pl.opt.unwinder == MTL_UNWIND_LIBUNWIND ||
                      ip - st.self_lo < st.self_hi - st.self_lo))
         return mtl__capture_stack(slot, skip);
