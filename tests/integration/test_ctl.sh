@@ -286,7 +286,14 @@ ctl_worker=$worker
 worker=$PWD/old_prog
 start_worker "$PWD" -o old.mtly
 worker=$ctl_worker
-sleep 0.5
+# Every event written (stdout's buffer is one more allocation), then a
+# round more, as the live bytes are published after the counts.
+for i in $(seq 100); do
+    status
+    [ "$(get allocations)" = 1001001 ] && [ "$(get frees)" = 500000 ] && break
+    sleep 0.1
+done
+sleep 0.3
 status
 live=$(get live_bytes)
 kill -TERM "$wpid"
