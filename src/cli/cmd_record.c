@@ -147,6 +147,14 @@ static char **child_environment(const struct record_env *re, const char *program
     return mtl_env_block_make(&o, strings, cap, env + n) ? env : NULL;
 }
 
+/* Whether ulimit -v limits the address space, which the recorder in the
+ * program may then not have room in: said when no trace came. */
+static int address_space_limited(void)
+{
+    struct rlimit as;
+    return getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *output = NULL;
@@ -359,23 +367,6 @@ int cmd_record(int argc, char **argv)
         return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
     }
 
-    if (have_region && writer_ok && !writer.written) {
-        /* The recorder never began inside the program (even /bin/true's
-         * trace has a header): its shared region could not be mapped, as
-         * under ulimit -v, or the program died before its first
-         * instruction.  An empty file would only puzzle. */
-        unlink(trace);
-        char limit[160] = "";
-        struct rlimit as;
-        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-            snprintf(limit, sizeof limit,
-                     " (ulimit -v limits its address space to %llu MiB; the recorder "
-                     "maps about 850 MiB of it)",
-                     (unsigned long long)(as.rlim_cur >> 20));
-        cli_error("record: nothing was recorded: the recorder did not start inside %s%s",
-                  prog[0], limit);
-        writer_ok = 0;
-    }
     if (!writer_ok) {
         /* Said already; the program's own failure, if any, comes first. */
         if (WIFEXITED(status) && WEXITSTATUS(status))
@@ -387,7 +378,10 @@ int cmd_record(int argc, char **argv)
         if (stat(trace, &st) == 0)
             fprintf(stderr, "memtally: wrote %s\n", trace);
         else
-            fprintf(stderr, "memtally: no trace was written to %s\n", trace);
+            fprintf(stderr, "memtally: no trace was written to %s%s\n", trace,
+                    address_space_limited() ? " (ulimit -v limits the program's address space; "
+                                              "the recorder maps about 850 MiB of it)"
+                                            : "");
     }
     /* A program that allocates without libc's malloc (an allocator of its
      * own on mmap, or none): an empty trace would puzzle.  Not sampled or
