@@ -377,28 +377,6 @@ unwind_with_interpreter(void **out, int depth, unsigned drop)
     return n;
 }
 
-/* MEMTALLY_UNWIND=check: the walker's stack (less its own frame) against
- * libunwind's. */
-static void check_walk(void *const *frames, int n, unsigned drop)
-{
-    void *buf[MTL_MAX_DEPTH + 8];
-    int m = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
-    atomic_fetch_add(&st.checked, 1);
-    /* Frame 0 is where mtl__capture_stack called each walker. */
-    int same = m == n;
-    for (int i = 1; same && i < n; i++)
-        same = buf[i] == frames[i];
-    if (same)
-        return;
-    if (atomic_fetch_add(&st.differed, 1) < 5) {
-        char line[512];
-        size_t at = mtl__fmt(line, sizeof line, "unwind check: own %d frames, libunwind %d:", n, m);
-        for (int i = 0; i < (n > m ? n : m) && i < 12 && at < sizeof line - 40; i++)
-            at += mtl__fmt(line + at, sizeof line - at, " %p/%p", i < n ? frames[i] : NULL,
-                           i < m ? buf[i] : NULL);
-        mtl__say("%s", line);
-    }
-}
 
 void mtl__stacks_report(void)
 {
@@ -449,6 +427,24 @@ static struct stack_cache *cache_of(uint32_t slot)
     return cache;
 }
 
+/* MEMTALLY_UNWIND=check: our walker's frames of the program (from its
+ * frame in, either entry) against libunwind's, less those of memtally atop
+ * them. */
+static void check_walk(void *const *frames, int n)
+{
+    void *buf[MTL_MAX_DEPTH + 16];
+    int m = unw_backtrace(buf, (int)mtl__pl.opt.depth + 16), i = 0;
+    atomic_fetch_add(&st.checked, 1);
+    while (i < m && (uint64_t)(uintptr_t)buf[i] - st.self_lo < st.self_hi - st.self_lo)
+        i++;
+    int same = n <= m - i && (n == (int)mtl__pl.opt.depth || n == m - i);
+    for (int k = 0; same && k < n; k++)
+        same = buf[i + k] == frames[k];
+    if (!same && atomic_fetch_add(&st.differed, 1) < 5)
+        mtl__say("unwind check: own %d frames, libunwind %d: %p/%p %p/%p", n, m - i, n > 0 ? frames[0] : NULL, i < m ? buf[i] : NULL,
+                 n > 1 ? frames[1] : NULL, i + 1 < m ? buf[i + 1] : NULL);
+}
+
 static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n,
                            const struct mtl__unwind_walk *walk);
 
@@ -473,22 +469,22 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
                 walk = &cache->memo.walk[cache->memo.cur];
                 frames = walk->ip + 1;
                 n--;
-                if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
-                    check_walk(frames, n, drop);
             } else if (mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) {
                 atomic_fetch_add(&st.own_failed, 1);
             }
         }
         if (n < 0)
             n = unw_backtrace(buf, (int)(mtl__pl.opt.depth + drop));
-        if (n <= (int)drop)
-            return 0; /* no frame of the program: the empty stack */
         frames += drop;
-        n -= (int)drop;
+        n = n > (int)drop ? n - (int)drop : 0;
         while (n > 1 && (uint64_t)(uintptr_t)frames[0] - st.self_lo < st.self_hi - st.self_lo) {
             frames++;
             n--;
         }
+        if (walk && MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
+            check_walk(frames, n);
+        if (n == 0)
+            return 0; /* no frame of the program: the empty stack */
     }
 
     return find_stack(cache, frames, n, walk);
@@ -555,24 +551,6 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
     return id;
 }
 
-/* MEMTALLY_UNWIND=check, for a walk from the program's frame: its frames
- * against libunwind's, less those of memtally atop them. */
-static void check_walk_from(void *const *frames, int n)
-{
-    void *buf[MTL_MAX_DEPTH + 16];
-    int m = unw_backtrace(buf, (int)mtl__pl.opt.depth + 16), i = 0;
-    atomic_fetch_add(&st.checked, 1);
-    while (i < m && (uint64_t)(uintptr_t)buf[i] - st.self_lo < st.self_hi - st.self_lo)
-        i++;
-    int same = n <= m - i && (n == (int)mtl__pl.opt.depth || n == m - i);
-    for (int k = 0; same && k < n; k++)
-        same = buf[i + k] == frames[k];
-    if (!same && atomic_fetch_add(&st.differed, 1) < 5)
-        mtl__say("unwind check: from the program's frame, own %d frames, libunwind %d: "
-                 "%p/%p %p/%p", n, m - i, n > 0 ? frames[0] : NULL, i < m ? buf[i] : NULL,
-                 n > 1 ? frames[1] : NULL, i + 1 < m ? buf[i + 1] : NULL);
-}
-
 uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
 {
     const uint64_t *fp = frame;
@@ -590,7 +568,7 @@ uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
         return mtl__capture_stack(slot, skip); /* which leaves it to libunwind */
     const struct mtl__unwind_walk *walk = &cache->memo.walk[cache->memo.cur];
     if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
-        check_walk_from(walk->ip, n);
+        check_walk(walk->ip, n);
     return find_stack(cache, walk->ip, n, walk);
 }
 

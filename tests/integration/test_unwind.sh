@@ -47,6 +47,13 @@ cc -O2 -g -o trees "$MEMTALLY_ROOT/bench/workloads/binarytrees.c" || fail "canno
 check_walks "binary trees" ./trees 12
 [ "$guessed" -gt 10000 ] || fail "binary trees: only $guessed stacks guessed"
 
+# Allocations reported through the API (mtl_alloc) are walked from
+# memtally's own frame, not the program's: that walk checked too.
+cc -O0 -g -I"$MEMTALLY_ROOT/include" -o pool_types "$MEMTALLY_ROOT/tests/api/pool_types.c" \
+    -L"$MEMTALLY_ROOT/build" -lmemtally -Wl,-rpath,"$MEMTALLY_ROOT/build" ||
+    fail "cannot build pool_types"
+check_walks "pool_types, through the API" ./pool_types
+
 # The default mode gives the stacks libunwind gives: every stack with its
 # bytes, as folded stacks (the program allocates the same each run).
 folded() {
