@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/addrcount.h"
 #include "common/ctlsock.h"
 #include "common/tracefile.h"
 
@@ -109,28 +110,27 @@ static void close_trace(struct record_writer *rw)
     atomic_store(&rw->r->done, 1);
 }
 
-/* Whether rw->live may hold ptr: a count of its addresses per 16-byte
- * slot of address space, modulo 16 MiB, which stays at 255 once there.
- * Every allocation asks (to drop a block whose free was never seen); most
- * are at no such address, and a byte near the last one's (allocations
- * come in runs of addresses) costs less than a probe of the map, a cache
- * miss each (a quarter of memtally record's time on binary trees, whose
+/* rw->live's filter (common/addrcount.h).  Every allocation asks whether
+ * its address holds an older block whose free was never seen; most are at
+ * no such address, and a byte near the last one's (allocations come in
+ * runs of addresses) costs less than a probe of the map, a cache miss
+ * each (a quarter of memtally record's time on binary trees, whose
  * long-lived tree is 262,143 blocks older than the window).  Without its
  * megabyte, every address may. */
-#define MAYBE_SLOTS (1u << 20)
+#define MAYBE_BITS 20
 
-static uint8_t *maybe_slot(struct record_writer *rw, uint64_t ptr)
+static _Atomic uint8_t *maybe_slot(struct record_writer *rw, uint64_t ptr)
 {
-    return rw->maybe_live ? &rw->maybe_live[(ptr >> 4) & (MAYBE_SLOTS - 1)] : NULL;
+    return rw->maybe_live ? &rw->maybe_live[mtl_addrcount_slot(ptr, MAYBE_BITS)] : NULL;
 }
 
 static int live_take(struct record_writer *rw, uint64_t ptr, uint64_t *size)
 {
-    uint8_t *c = maybe_slot(rw, ptr);
-    if (!rw->live.count || (c && !*c) || !mtl_hmap_take(&rw->live, ptr, size))
+    _Atomic uint8_t *c = maybe_slot(rw, ptr);
+    if (!rw->live.count || (c && !mtl_addrcount_maybe(c)) || !mtl_hmap_take(&rw->live, ptr, size))
         return 0;
-    if (c && *c < 255)
-        (*c)--;
+    if (c)
+        mtl_addrcount_remove(c);
     return 1;
 }
 
@@ -138,11 +138,11 @@ static void live_put(struct record_writer *rw, uint64_t ptr, uint64_t size)
 {
     uint64_t old;
     int rc = mtl_hmap_put(&rw->live, ptr, size, &old);
-    uint8_t *c = maybe_slot(rw, ptr);
+    _Atomic uint8_t *c = maybe_slot(rw, ptr);
     if (rc == 1)
         rw->live_bytes -= old;
-    else if (rc == 0 && c && *c < 255)
-        (*c)++;
+    else if (rc == 0 && c)
+        mtl_addrcount_add(c);
 }
 
 /* The live bytes of the trace being written, for `status` (top): the
@@ -198,9 +198,9 @@ static int begin_trace(struct record_writer *rw, const char *given, int clobber)
         return rc;
     mtl_hmap_clear(&rw->live);
     if (rw->maybe_live)
-        memset(rw->maybe_live, 0, MAYBE_SLOTS);
+        memset((void *)rw->maybe_live, 0, (size_t)1 << MAYBE_BITS);
     else
-        rw->maybe_live = calloc(MAYBE_SLOTS, 1);
+        rw->maybe_live = calloc((size_t)1 << MAYBE_BITS, 1);
     rw->live_bytes = 0;
     atomic_store(&r->live_bytes, 0);
     rw->enc.observe = observe;
@@ -485,7 +485,7 @@ int record_writer_finish(struct record_writer *rw, int status)
             unlink(rw->path);
     }
     mtl_hmap_release(&rw->live);
-    free(rw->maybe_live);
+    free((void *)rw->maybe_live);
     rw->maybe_live = NULL;
     if (rw->r)
         munmap(rw->r, rw->r->size);

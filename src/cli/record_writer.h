@@ -38,7 +38,7 @@ struct record_writer {
     uint64_t allocations;   /* recorded in all, at the end */
     uint64_t calls_records; /* CALLS records (record --calls), at the end */
     struct mtl_hmap live;   /* live blocks older than the encoder's window: address -> size */
-    uint8_t *maybe_live;    /* a count of live's addresses per 16-byte slot (record_writer.c) */
+    _Atomic uint8_t *maybe_live; /* live's filter (common/addrcount.h), or NULL */
     uint64_t live_bytes;
 };
 

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/addrcount.h"
 #include "common/region.h"
 
 #define MTL_HIDDEN __attribute__((visibility("hidden")))
@@ -282,21 +283,13 @@ static inline int mtl__sample_hit(struct mtl__tls *tls, uint64_t size)
     return mtl__sample_slow(tls, size);
 }
 #define MTL_FILTER_BITS 16
-extern _Atomic(uint8_t *) mtl__sample_filter MTL_HIDDEN;
-/* A block's counter in the filter: by its address in 16-byte steps, folded
- * every MiB, so that blocks next to each other (a list or tree freed in
- * order) share the filter's cache lines; a hash spreading them over the
- * whole 64 KiB missed the cache on most frees. */
-static inline size_t mtl__filter_slot(uint64_t ptr)
-{
-    return (size_t)((ptr >> 4) ^ (ptr >> 20)) & ((1u << MTL_FILTER_BITS) - 1);
-}
+/* The sampled blocks' filter (common/addrcount.h), once made. */
+extern _Atomic(_Atomic uint8_t *) mtl__sample_filter MTL_HIDDEN;
 /* 0 when ptr was surely not sampled; 1 when it may have been. */
 static inline int mtl__sampled_maybe(uint64_t ptr)
 {
-    uint8_t *f = atomic_load_explicit(&mtl__sample_filter, memory_order_acquire);
-    return f && atomic_load_explicit((_Atomic uint8_t *)&f[mtl__filter_slot(ptr)],
-                                     memory_order_acquire);
+    _Atomic uint8_t *f = atomic_load_explicit(&mtl__sample_filter, memory_order_acquire);
+    return f && mtl_addrcount_maybe(&f[mtl_addrcount_slot(ptr, MTL_FILTER_BITS)]);
 }
 int mtl__sampled_add(uint64_t ptr) MTL_HIDDEN;
 int mtl__sampled_take(uint64_t ptr) MTL_HIDDEN;  /* 1: it was sampled */

@@ -24,7 +24,7 @@
 
 #define FILTER_BITS MTL_FILTER_BITS
 
-_Atomic(uint8_t *) mtl__sample_filter; /* 2^FILTER_BITS saturating counters */
+_Atomic(_Atomic uint8_t *) mtl__sample_filter; /* 2^FILTER_BITS counts */
 
 static struct {
     pthread_mutex_t mu;
@@ -146,8 +146,7 @@ int mtl__sampled_add(uint64_t p)
             rc = -1;
             goto out;
         }
-        atomic_store_explicit(&mtl__sample_filter, (uint8_t *)sm.filter,
-                              memory_order_release);
+        atomic_store_explicit(&mtl__sample_filter, sm.filter, memory_order_release);
     }
     if ((sm.used + 1) * 2 > sm.cap && grow_set() < 0) {
         rc = -1;
@@ -161,10 +160,7 @@ int mtl__sampled_add(uint64_t p)
             sm.used++;
         sm.keys[i] = p;
         sm.count++;
-        size_t f = mtl__filter_slot(p);
-        uint8_t c = atomic_load_explicit(&sm.filter[f], memory_order_relaxed);
-        if (c < 255) /* a saturated counter stays: just a slower check */
-            atomic_store_explicit(&sm.filter[f], (uint8_t)(c + 1), memory_order_release);
+        mtl_addrcount_add(&sm.filter[mtl_addrcount_slot(p, FILTER_BITS)]);
     }
 out:
     pthread_mutex_unlock(&sm.mu);
@@ -174,7 +170,7 @@ out:
 int mtl__sampled_take(uint64_t p)
 {
     _Atomic uint8_t *filter = sm.filter;
-    if (!filter || !atomic_load_explicit(&filter[mtl__filter_slot(p)], memory_order_acquire))
+    if (!filter || !mtl_addrcount_maybe(&filter[mtl_addrcount_slot(p, FILTER_BITS)]))
         return 0;
     int found = 0;
     pthread_mutex_lock(&sm.mu);
@@ -186,11 +182,7 @@ int mtl__sampled_take(uint64_t p)
                 sm.keys[i] = 1; /* deleted */
                 sm.count--;
                 found = 1;
-                size_t f = mtl__filter_slot(p);
-                uint8_t c = atomic_load_explicit(&sm.filter[f], memory_order_relaxed);
-                if (c < 255)
-                    atomic_store_explicit(&sm.filter[f], (uint8_t)(c - 1),
-                                          memory_order_release);
+                mtl_addrcount_remove(&sm.filter[mtl_addrcount_slot(p, FILTER_BITS)]);
                 break;
             }
         }
