@@ -441,8 +441,9 @@ static void check_walk(void *const *frames, int n)
     for (int k = 0; same && k < n; k++)
         same = buf[i + k] == frames[k];
     if (!same && atomic_fetch_add(&st.differed, 1) < 5)
-        mtl__say("unwind check: own %d frames, libunwind %d: %p/%p %p/%p", n, m - i, n > 0 ? frames[0] : NULL, i < m ? buf[i] : NULL,
-                 n > 1 ? frames[1] : NULL, i + 1 < m ? buf[i + 1] : NULL);
+        mtl__say("unwind check: own %d frames, libunwind %d: %p/%p %p/%p", n, m - i,
+                 n > 0 ? frames[0] : NULL, i < m ? buf[i] : NULL, n > 1 ? frames[1] : NULL,
+                 i + 1 < m ? buf[i + 1] : NULL);
 }
 
 static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n,

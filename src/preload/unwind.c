@@ -613,8 +613,8 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
  * not rbp-based and it saved its caller's rbp (read back from the stack).
  * Then an rbp that changed since the kept walk (a callee-saved register
  * the function keeps a loop variable in) does not stop the reuse. */
-static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w, uint32_t k,
-                             uint32_t ra0)
+static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w,
+                             uint32_t k, uint32_t ra0)
 {
     uint64_t ip = (uint64_t)(uintptr_t)w->ip[k];
     uint64_t rule = rule_at(m, (k | ra0) ? ip - 1 : ip);
