@@ -146,8 +146,14 @@ HOOK_INLINE int recording(struct mtl__tls *tls)
  * an unsampled call costs a subtraction and a branch and nothing else. */
 HOOK_INLINE int wanted(struct mtl__tls *tls, size_t size)
 {
-    if (!recording(tls))
+    if (!recording(tls)) {
+        /* Sampled mode: the fast path passes a call only while the
+         * countdown lasts, so it goes on here too (or every call would
+         * come to the slow path while paused). */
+        if (mtl__pl.opt.sample_rate)
+            (void)mtl__sample_hit(tls, size);
         return 0;
+    }
     return !mtl__pl.opt.sample_rate || mtl__sample_hit(tls, size);
 }
 
@@ -194,24 +200,29 @@ HOOK_INLINE void note_free(void *p)
 
 /* The fast path of malloc and free, with no call in it, so that the
  * compiler makes the hook a jump to the allocator without saving a
- * register: 1 when the call goes straight through (not recording, inside
- * memtally, or in sampled mode short of the countdown's point, which is
- * then counted down); 0 for the slow path, which decides it all again
- * (the countdown untouched). */
+ * register: 1 when the call goes straight through, 0 for the slow path,
+ * which decides it all again.
+ *
+ * In sampled mode an allocation short of the countdown's point passes on
+ * the countdown alone, whatever the state: it would not be recorded
+ * recording or not, inside memtally or not (memtally's own few calls then
+ * count down too).  The countdown is never negative, and 0 until a
+ * thread's first slow call draws it.  sample_rate changes only while
+ * nothing is recorded (mtl_start): a countdown left from a sampled trace
+ * is not looked at in full mode. */
 HOOK_INLINE int alloc_passes(struct mtl__tls *tls, size_t size)
 {
+    if (MTL_LIKELY(mtl__pl.opt.sample_rate)) {
+        uint64_t left = (uint64_t)tls->sample_left;
+        if (MTL_UNLIKELY(size >= left))
+            return 0;
+        tls->sample_left = (int64_t)(left - size);
+        return 1;
+    }
     if (MTL_UNLIKELY(!started()))
         return 0;
-    if (tls->in_hook ||
-        atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING)
-        return 1;
-    if (!mtl__pl.opt.sample_rate)
-        return 0;
-    int64_t left = tls->sample_left - (int64_t)(size > INT64_MAX ? INT64_MAX : size);
-    if (left <= 0)
-        return 0;
-    tls->sample_left = left;
-    return 1;
+    return tls->in_hook ||
+           atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING;
 }
 
 /* realloc's: as an allocation's, and the old block (if any) surely not
@@ -219,21 +230,24 @@ HOOK_INLINE int alloc_passes(struct mtl__tls *tls, size_t size)
 HOOK_INLINE int realloc_passes(struct mtl__tls *tls, void *p, size_t size)
 {
     if (p && (is_boot(p) || (mtl__pl.opt.sample_rate &&
-                             atomic_load_explicit(mtl__pl.state, memory_order_relaxed) ==
-                                 MTL_RECORDING &&
                              mtl__sampled_maybe((uint64_t)(uintptr_t)p))))
         return 0;
     return alloc_passes(tls, size);
 }
 
+/* In sampled mode a free passes when its block is surely not sampled
+ * (the filter), whatever the state, as nothing else would be done with it
+ * (a pool's block and a bootstrap block excepted). */
 HOOK_INLINE int free_passes(struct mtl__tls *tls, void *p)
 {
-    if (MTL_UNLIKELY(!started() || is_boot(p) ||
-                     atomic_load_explicit(&mtl__pools, memory_order_relaxed)))
+    if (MTL_UNLIKELY(is_boot(p) || atomic_load_explicit(&mtl__pools, memory_order_relaxed)))
+        return 0;
+    if (MTL_LIKELY(mtl__pl.opt.sample_rate))
+        return !mtl__sampled_maybe((uint64_t)(uintptr_t)p);
+    if (MTL_UNLIKELY(!started()))
         return 0;
     return tls->in_hook ||
-           atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING ||
-           (mtl__pl.opt.sample_rate && !mtl__sampled_maybe((uint64_t)(uintptr_t)p));
+           atomic_load_explicit(mtl__pl.state, memory_order_relaxed) != MTL_RECORDING;
 }
 
 static __attribute__((noinline)) void *malloc_slow(size_t size)
