@@ -2,6 +2,9 @@
 # The cost of sampled mode (memtally record --sample, 512 KiB by default)
 # against the program run alone, interleaved over R repetitions (median),
 # on the workloads of bench/run.sh; and full mode beside it for scale.
+# Beside sampled mode, the floor it stands on: bench/interpose.c, a
+# preloaded library that forwards the malloc family to glibc and does
+# nothing else (what any LD_PRELOAD profiler pays to be called at all).
 # Beside them, the heap profilers of two other allocators, each against the
 # same allocator without profiling (both replace glibc's malloc, so glibc
 # alone is not their baseline):
@@ -55,6 +58,15 @@ JE=${JEMALLOC_LIB:-$(find_lib libjemalloc.so.2)}
 TC=${TCMALLOC_LIB:-$(find_lib libtcmalloc.so.4)}
 JE_CONF="prof:true,lg_prof_sample:19,prof_final:true,prof_prefix:$PROF/jeprof"
 TC_SAMPLE=524288
+
+# The bare interposer (bench/interpose.c).
+BARE=""
+if $CC -O2 -shared -fPIC -o "$B/interpose.so" bench/interpose.c 2> "$OUT/interpose.err"; then
+    BARE=$B/interpose.so
+else
+    echo "bench: cannot build bench/interpose.c:" >&2
+    head -3 "$OUT/interpose.err" >&2
+fi
 
 # The tcmalloc sampled heap has no file of its own: this library, preloaded
 # after tcmalloc, writes GetHeapSample() into $TCSAMPLE_OUT at exit.
@@ -113,6 +125,7 @@ available() {
     tc) [ -f "$TC" ] ;;
     tcheap) [ -f "$TC" ] && [ "$heapprof" = 1 ] ;;
     tcsample) [ -n "$TCDUMP" ] ;;
+    bare) [ -n "$BARE" ] ;;
     *) return 0 ;;
     esac
 }
@@ -125,6 +138,7 @@ run_once() {
     base) ;;
     sample) pre="$MEMTALLY_BIN record -q --sample -o $OUT/s.mtly --" ;;
     full) pre="$MEMTALLY_BIN record -q -o $OUT/f.mtly --" ;;
+    bare) envs="$envs LD_PRELOAD=$BARE" ;;
     je) envs="$envs LD_PRELOAD=$JE" ;;
     jeprof) envs="$envs LD_PRELOAD=$JE MALLOC_CONF=$JE_CONF" ;;
     tc) envs="$envs LD_PRELOAD=$TC" ;;
@@ -141,7 +155,7 @@ run_once() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 modes=""
-for m in base sample full je jeprof tc tcsample tcheap; do
+for m in base sample full je jeprof tc tcsample tcheap bare; do
     available $m && modes="$modes $m"
 done
 
@@ -162,7 +176,7 @@ nofile=0
 : > "$OUT/medians"
 for w in $list; do
     echo "bench: $w ($reps run(s) of:$modes)" >&2
-    for m in base sample full je jeprof tc tcsample tcheap; do : > "$OUT/t.$m"; done
+    for m in base sample full je jeprof tc tcsample tcheap bare; do : > "$OUT/t.$m"; done
     for i in $(seq "$reps"); do
         for m in $modes; do
             [ "$m" = tcheap ] && [ "$i" -gt 1 ] && continue
@@ -171,17 +185,21 @@ for w in $list; do
         done
     done
     line=$w
-    for m in base sample full je jeprof tc tcsample tcheap; do
+    for m in base sample full je jeprof tc tcsample tcheap bare; do
         if [ -s "$OUT/t.$m" ]; then line="$line $(median < "$OUT/t.$m")"; else line="$line -"; fi
     done
     echo "$line" >> "$OUT/medians"
 done
 
 echo "memtally sampled mode: median wall-clock seconds of $reps run(s), interleaved"
-printf '%-10s %9s %9s %9s %10s %10s\n' workload "base s" "sample s" "full s" "sample ovh" "full ovh"
+printf '%-10s %9s %9s %9s %10s %10s %10s\n' workload "base s" "sample s" "full s" "sample ovh" \
+    "full ovh" "bare ovh"
 awk '{
-    printf "%-10s %9.3f %9.3f %9.3f %9.1f%% %9.1f%%\n", $1, $2/1e6, $3/1e6, $4/1e6,
-           ($3/$2 - 1) * 100, ($4/$2 - 1) * 100 }' "$OUT/medians"
+    bare = $10 == "-" ? sprintf("%10s", "n/a") : sprintf("%9.1f%%", ($10/$2 - 1) * 100)
+    printf "%-10s %9.3f %9.3f %9.3f %9.1f%% %9.1f%% %s\n", $1, $2/1e6, $3/1e6, $4/1e6,
+           ($3/$2 - 1) * 100, ($4/$2 - 1) * 100, bare }' "$OUT/medians"
+echo "bare ovh: bench/interpose.c preloaded, forwarding the malloc family to"
+echo "  glibc and nothing else: the floor of sampled mode (of any preloaded profiler)."
 echo
 echo "Other allocators' heap profilers, each against the same allocator alone"
 echo "(same runs, interleaved with the above; n/a: not installed or not working)"
