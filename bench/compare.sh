@@ -2,7 +2,7 @@
 # Two builds of memtally side by side: the recording overhead of one
 # against the other, on the same workloads as bench/run.sh, interleaved
 # (base, new, base, new...) so that the machine's noise falls on both.
-#   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."] [-s]
+#   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."] [-s] [-p] [-a "OPTIONS"]
 #     BASE_MEMTALLY  the memtally binary to compare against (for instance
 #                    one built from an earlier commit in a git worktree);
 #                    the new one is build/memtally (MEMTALLY_BIN)
@@ -10,16 +10,22 @@
 #     -w LIST        workloads (default "storm1 sqlite python bintree perl")
 #     -s             both record in sampled mode (--sample), and the program
 #                    alone runs too, for the overhead of each
+#     -p             the program alone runs too (full mode), for the overheads
+#     -a "OPTIONS"   more options for the new build's `memtally record` only:
+#                    with BASE the same binary, what an option costs (-a
+#                    "--depth 1": the stack walk's share of the overhead)
 # Prints, per workload, the median wall time of each and new / base.
 base=$1
-[ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST]" >&2; exit 2; }
+[ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST] [-s] [-p] [-a OPTIONS]" >&2; exit 2; }
 shift
-reps=7 list="storm1 sqlite python bintree perl" mode=
+reps=7 list="storm1 sqlite python bintree perl" mode='' alone='' new_opts=''
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=$2; shift 2 ;;
     -w) list=$2; shift 2 ;;
-    -s) mode=--sample; shift ;;
+    -s) mode=--sample alone=1; shift ;;
+    -p) alone=1; shift ;;
+    -a) new_opts=$2; shift 2 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -33,15 +39,15 @@ MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
 export MEMTALLY_INDEX_DIR
 bench_inputs || exit 1
 
-# once BIN: milliseconds of one recorded run of the workload set by
-# `workload` (BIN "alone": the program alone).
+# once BIN [OPTIONS]: milliseconds of one recorded run of the workload set
+# by `workload` (BIN "alone": the program alone).
 once() {
     s=$(date +%s%N)
     # shellcheck disable=SC2086
     if [ "$1" = alone ]; then
         env $envs $cmd <"$inp" >/dev/null 2>&1
     else
-        env $envs "$1" record -q $mode -o "$OUT/compare.mtly" -- $cmd <"$inp" >/dev/null 2>&1
+        env $envs "$1" record -q $mode ${2-} -o "$OUT/compare.mtly" -- $cmd <"$inp" >/dev/null 2>&1
     fi
     e=$(date +%s%N)
     rm -f "$OUT/compare.mtly"
@@ -51,7 +57,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
-if [ -n "$mode" ]; then
+if [ -n "$alone" ]; then
     printf '%-10s %10s %10s %10s %8s %8s %8s\n' workload "alone ms" "base ms" "new ms" \
         "base ovh" "new ovh" new/base
 else
@@ -62,13 +68,13 @@ for w in $list; do
     : >"$OUT/alone.ms"; : >"$OUT/base.ms"; : >"$OUT/new.ms"
     r=0
     while [ $r -lt "$reps" ]; do
-        [ -z "$mode" ] || once alone >>"$OUT/alone.ms"
+        [ -z "$alone" ] || once alone >>"$OUT/alone.ms"
         once "$base" >>"$OUT/base.ms"
-        once "$new" >>"$OUT/new.ms"
+        once "$new" "$new_opts" >>"$OUT/new.ms"
         r=$((r + 1))
     done
     b=$(median <"$OUT/base.ms") n=$(median <"$OUT/new.ms")
-    if [ -n "$mode" ]; then
+    if [ -n "$alone" ]; then
         a=$(median <"$OUT/alone.ms")
         printf '%-10s %10s %10s %10s %8s %8s %8s\n' "$w" "$a" "$b" "$n" \
             "$(ratio $((b - a)) "$a")" "$(ratio $((n - a)) "$a")" "$(ratio "$n" "$b")"
