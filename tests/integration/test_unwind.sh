@@ -2,7 +2,8 @@
 # memtally's own stack walker (src/preload/unwind.c) against libunwind:
 # MEMTALLY_UNWIND=check walks every stack with both and says at exit how
 # many differed (a stack guessed from the one before, checked against the
-# table, counts too).  Zero on tests/programs/unwind_shapes.c (recursion, rbp
+# table, and one found among the thread's recent stacks, checked against
+# the walk's, count too).  Zero on tests/programs/unwind_shapes.c (recursion, rbp
 # frames, alloca, one call site into frames of other sizes, a realigned
 # stack, signal handlers on both stacks, longjmp, two threads), built -O2
 # and -O0, and on programs we did not write.  Frames it cannot follow
@@ -16,7 +17,8 @@ cc -O2 -g -pthread -o shapes "$MEMTALLY_ROOT/tests/programs/unwind_shapes.c" ||
 
 # check_walks NAME PROGRAM...: records it in check mode; its stdout must be
 # the same as alone, and no stack may differ (nor its hash, kept by the
-# walker).  Sets walked, left, reused, guessed.  $DEPTH: record's --depth.
+# walker).  Sets walked, left, reused, guessed, found (among the recent
+# stacks).  $DEPTH: record's --depth.
 check_walks() {
     name=$1; shift
     "$@" >alone.out 2>/dev/null || fail "$name fails even alone"
@@ -25,9 +27,9 @@ check_walks() {
     cmp -s alone.out rec.out || fail "$name printed something else when recorded"
     line=$(grep "stacks walked by both" rec.err) || fail "$name: no check line in: $(cat rec.err)"
     echo "$name: $line"
-    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames reused.*, \([0-9]*\) guessed$/\1 \2 \3 \4 \5/')
-    [ $# = 5 ] || fail "$name: cannot read the check line: $line"
-    walked=$1 left=$3 reused=$4 guessed=$5
+    set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames reused.*, \([0-9]*\) guessed; \([0-9]*\) recent stacks found.*/\1 \2 \3 \4 \5 \6/')
+    [ $# = 6 ] || fail "$name: cannot read the check line: $line"
+    walked=$1 left=$3 reused=$4 guessed=$5 found=$6
     expect_eq "$name: stacks that differed" 0 "$2"
     [ "$walked" -gt 0 ] || fail "$name: no stack walked by both"
 }
@@ -68,8 +70,12 @@ cmp -s own.txt lib.txt || fail "the stacks differ between the walkers: $(diff ow
 echo "ok: the same $(wc -l < own.txt) stacks and bytes as libunwind's"
 
 # Programs we did not write.
+# Their stacks come back: most are found among the thread's recent ones
+# (each also walked and compared, in check mode).
 check_walks python3 /usr/bin/python3 -c 'import json; print(len(json.dumps([{"k": i} for i in range(3000)])))'
+[ "$found" -gt $((walked / 4)) ] || fail "python3: $found of $walked stacks found among the recent"
 if command -v sqlite3 >/dev/null; then
     check_walks sqlite3 sqlite3 :memory: "create table t(a, b); insert into t select value, hex(value) from generate_series(1, 3000); create index i on t(b); select count(*) from t where b like '%A%';"
+    [ "$found" -gt $((walked / 2)) ] || fail "sqlite3: $found of $walked stacks found among the recent"
 fi
 check_walks perl /usr/bin/perl -e 'my %h; $h{$_} = "x" x ($_ % 50) for 1 .. 3000; print scalar(keys %h), "\n"'
