@@ -88,16 +88,20 @@ struct recent_stack {
 
 /* A thread's recent stacks are asked RECENT_TRIAL times; if fewer than
  * half are found there (the storm's random paths, binary trees' every
- * stack new), the next RECENT_REST stacks neither ask nor keep: a miss
- * costs a lookup and the keeping of its walk. */
+ * stack new), the next stacks neither ask nor keep: a miss costs a
+ * lookup and the keeping of its walk.  The rest doubles after each trial
+ * that fails, from RECENT_REST_MIN to RECENT_REST_MAX stacks, and is back
+ * to the least after one that does not. */
 #define RECENT_TRIAL 4096u
-#define RECENT_REST (1u << 18)
+#define RECENT_REST_MIN (1u << 16)
+#define RECENT_REST_MAX (1u << 22)
 
 struct recent {
     uint64_t owner;       /* the thread whose stacks they are */
     uint64_t found, kept; /* stacks found here, stacks kept */
     uint32_t tries, hits; /* in this trial */
     uint32_t rest;        /* stacks left to pass by */
+    uint32_t rest_next;   /* the rest after the next trial that fails */
     uint8_t next[RECENT_SETS]; /* each set's way to replace next */
     struct recent_stack s[RECENT_SETS][RECENT_WAYS];
 };
@@ -639,8 +643,12 @@ static inline uint32_t recent_find(struct stack_cache *cache, uint64_t ip, uint6
     if (!r || r->owner != (uint64_t)(uintptr_t)&mtl__tls)
         return 0;
     if (++r->tries == RECENT_TRIAL) {
-        if (r->hits < RECENT_TRIAL / 2)
-            r->rest = RECENT_REST;
+        if (r->hits < RECENT_TRIAL / 2) {
+            r->rest = r->rest_next ? r->rest_next : RECENT_REST_MIN;
+            r->rest_next = r->rest < RECENT_REST_MAX ? 2 * r->rest : RECENT_REST_MAX;
+        } else {
+            r->rest_next = RECENT_REST_MIN;
+        }
         r->tries = r->hits = 0;
     }
     uint64_t ra = mtl__unwind_caller(&cache->memo, ip, sp, rbp);
