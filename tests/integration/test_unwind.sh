@@ -42,6 +42,11 @@ check_walks "shapes -O0" "$TEST_PROGRAMS/unwind_shapes"
 # walks resumed past a kept one's end.
 DEPTH=6 check_walks "shapes, --depth 6" ./shapes
 
+# Coroutines: stacks of other sizes at the same addresses, one after the
+# other; what a reused walk read is read again only where it still is.
+check_walks "coroutines" "$TEST_PROGRAMS/unwind_coroutines"
+[ "$found" -gt 0 ] || fail "coroutines: no stack found among the recent"
+
 # Binary trees: thousands of stacks, met in the same order tree after
 # tree, too many for the thread's cache: most are guessed, and each guess
 # is checked against the table.
