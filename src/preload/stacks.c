@@ -44,7 +44,7 @@
  * never moved, so the writer (memtally record, or our writer thread) reads
  * nodes below the published count without the lock.
  */
-#include "preload/preload.h"
+#include "preload/recent.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -63,47 +63,6 @@ struct cache_entry {
     uint64_t leaf;
     uint32_t id;
     uint32_t depth;
-};
-
-/* Recent stacks: RECENT_SETS sets of RECENT_WAYS, by the program's
- * frame; stacks of more than RECENT_FRAMES frames are not kept. */
-#define RECENT_SETS 32
-#define RECENT_WAYS 4
-#define RECENT_FRAMES 64
-
-struct recent_step {
-    uint64_t ra_at, ra;   /* the next frame's return address: where, what */
-    uint64_t rbp_at, rbp; /* the caller's rbp saved here (rbp_at 0: none) */
-};
-
-struct recent_stack {
-    uint64_t ip, sp, rbp; /* the program's frame */
-    uint32_t id;          /* 0: empty */
-    uint32_t n;           /* frames */
-    uint32_t max;         /* the walk's limit */
-    uint32_t rbp_free;    /* frame 0's rbp played no part in the walk */
-    uint64_t end_at;      /* the walk ended reading a 0 there (0: not so) */
-    struct recent_step step[RECENT_FRAMES - 1]; /* step[i]: frame i to i + 1 */
-};
-
-/* A thread's recent stacks are asked RECENT_TRIAL times; if fewer than
- * half are found there (the storm's random paths, binary trees' every
- * stack new), the next stacks neither ask nor keep: a miss costs a
- * lookup and the keeping of its walk.  The rest doubles after each trial
- * that fails, from RECENT_REST_MIN to RECENT_REST_MAX stacks, and is back
- * to the least after one that does not. */
-#define RECENT_TRIAL 4096u
-#define RECENT_REST_MIN (1u << 16)
-#define RECENT_REST_MAX (1u << 22)
-
-struct recent {
-    uint64_t owner;       /* the thread whose stacks they are */
-    uint64_t found, kept; /* stacks found here, stacks kept */
-    uint32_t tries, hits; /* in this trial */
-    uint32_t rest;        /* stacks left to pass by */
-    uint32_t rest_next;   /* the rest after the next trial that fails */
-    uint8_t next[RECENT_SETS]; /* each set's way to replace next */
-    struct recent_stack s[RECENT_SETS][RECENT_WAYS];
 };
 
 struct stack_cache {
@@ -480,8 +439,7 @@ static struct stack_cache *cache_of(uint32_t slot)
         memset(cache->e, 0, sizeof cache->e);
         cache->prev = 0;
         mtl__unwind_memo_forget(&cache->memo);
-        if (cache->recent)
-            cache->recent->owner = 0;
+        mtl__recent_forget(cache->recent);
         cache->gen = gen;
     }
     return cache;
@@ -612,109 +570,6 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
     return id;
 }
 
-/* The set of the stacks from the program's frame (ip, sp) whose caller's
- * return address is ra: most allocations of a program go through the
- * same wrapper (perl's safesysmalloc, sqlite3's sqlite3MemMalloc) at a
- * few depths, so the frame alone would put them all in a few sets. */
-static inline size_t recent_set(uint64_t ip, uint64_t sp, uint64_t ra)
-{
-    uint64_t h = (ip ^ (sp << 16) ^ (ra * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 40) & (RECENT_SETS - 1);
-}
-
-/* Whether every word the walk of s read still reads the same. */
-static inline int recent_holds(const struct recent_stack *s)
-{
-    for (uint32_t i = 0; i + 1 < s->n; i++) {
-        const struct recent_step *f = &s->step[i];
-        if (*(const uint64_t *)(uintptr_t)f->ra_at != f->ra ||
-            (f->rbp_at && *(const uint64_t *)(uintptr_t)f->rbp_at != f->rbp))
-            return 0;
-    }
-    return !s->end_at || *(const uint64_t *)(uintptr_t)s->end_at == 0;
-}
-
-/* The id of the stack from the program's frame (ip, sp, rbp), if it is
- * one of the thread's recent stacks; else 0. */
-static inline uint32_t recent_find(struct stack_cache *cache, uint64_t ip, uint64_t sp,
-                                   uint64_t rbp, uint32_t max)
-{
-    struct recent *r = cache->recent;
-    if (!r || r->owner != (uint64_t)(uintptr_t)&mtl__tls)
-        return 0;
-    if (++r->tries == RECENT_TRIAL) {
-        if (r->hits < RECENT_TRIAL / 2) {
-            r->rest = r->rest_next ? r->rest_next : RECENT_REST_MIN;
-            r->rest_next = r->rest < RECENT_REST_MAX ? 2 * r->rest : RECENT_REST_MAX;
-        } else {
-            r->rest_next = RECENT_REST_MIN;
-        }
-        r->tries = r->hits = 0;
-    }
-    uint64_t ra = mtl__unwind_caller(&cache->memo, ip, sp, rbp);
-    const struct recent_stack *set = r->s[recent_set(ip, sp, ra)];
-    for (unsigned w = 0; w < RECENT_WAYS; w++) {
-        const struct recent_stack *s = &set[w];
-        if (s->ip == ip && s->sp == sp && s->id && s->max == max &&
-            (s->rbp == rbp || s->rbp_free) && recent_holds(s)) {
-            r->found++;
-            r->hits++;
-            return s->id;
-        }
-    }
-    return 0;
-}
-
-/* Whether to ask the recent stacks, and keep this one: not while they
- * rest. */
-static inline int recent_wanted(struct stack_cache *cache)
-{
-    struct recent *r = cache->recent;
-    if (MTL_LIKELY(!r || !r->rest))
-        return 1;
-    r->rest--;
-    return 0;
-}
-
-/* Keeps the stack id that walk (n frames, at most max) found, if the walk
- * reached the program's outermost frame or the limit. */
-static void recent_keep(struct stack_cache *cache, const struct mtl__unwind_walk *walk,
-                        uint32_t n, uint32_t max, uint32_t id)
-{
-    if (!id || n > RECENT_FRAMES || !(walk->complete || n == max))
-        return;
-    struct recent *r = cache->recent;
-    if (MTL_UNLIKELY(!r) && !(r = cache->recent = mtl__pages_alloc(sizeof *r)))
-        return;
-    uint64_t owner = (uint64_t)(uintptr_t)&mtl__tls;
-    if (r->owner != owner) { /* another thread's, or from before an unload */
-        memset(r->s, 0, sizeof r->s);
-        r->owner = owner;
-    }
-    size_t k = recent_set((uint64_t)(uintptr_t)walk->ip[0], walk->sp[0],
-                          n > 1 ? (uint64_t)(uintptr_t)walk->ip[1] : 0);
-    struct recent_stack *s = &r->s[k][r->next[k]];
-    r->next[k] = (uint8_t)((r->next[k] + 1) % RECENT_WAYS);
-    r->kept++;
-    s->id = 0; /* while it is rewritten */
-    s->ip = (uint64_t)(uintptr_t)walk->ip[0];
-    s->sp = walk->sp[0];
-    s->rbp = walk->rbp[0];
-    uint8_t used[RECENT_FRAMES];
-    s->rbp_free = !mtl__unwind_rbp_uses(walk, used);
-    s->n = n;
-    s->max = max;
-    s->end_at = walk->complete ? walk->end_at : 0;
-    for (uint32_t i = 0; i + 1 < n; i++) {
-        struct recent_step *f = &s->step[i];
-        f->ra_at = walk->sp[i + 1] - 8;
-        f->ra = (uint64_t)(uintptr_t)walk->ip[i + 1];
-        f->rbp_at = used[i] ? walk->rbp_at[i] : 0;
-        f->rbp = walk->rbp[i + 1];
-    }
-    s->id = id;
-}
-
 uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
 {
     const uint64_t *fp = frame;
@@ -728,12 +583,13 @@ uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
         return mtl__capture_stack(slot, skip);
     uint64_t sp = (uint64_t)(uintptr_t)(fp + 2);
     uint32_t max = mtl__pl.opt.depth < MTL_UNWIND_CAP ? mtl__pl.opt.depth : MTL_UNWIND_CAP;
-    int recent = recent_wanted(cache);
-    uint32_t known = recent ? recent_find(cache, ip, sp, fp[0], max) : 0;
+    int recent = mtl__recent_wanted(cache->recent);
+    uint32_t known = recent ? mtl__recent_find(&cache->recent, &cache->memo, ip, sp, fp[0], max) : 0;
     if (known && MTL_LIKELY(mtl__pl.opt.unwinder != MTL_UNWIND_CHECK)) {
         cache->prev = known;
         return known;
     }
+    uint64_t stepped = cache->memo.stepped;
     int n = mtl__unwind_from(&cache->memo, mtl__pl.opt.depth, ip, sp, fp[0]);
     if (MTL_UNLIKELY(n < 1))
         return mtl__capture_stack(slot, skip); /* which leaves it to libunwind */
@@ -742,12 +598,16 @@ uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
         check_walk(walk->ip, n);
     uint32_t id = find_stack(cache, walk->ip, n, walk);
     if (MTL_UNLIKELY(known)) { /* check mode: the recent stack against the walk's */
+        /* A walk the recent stacks spared, outside check mode: not one
+         * their trial counts (recent.c). */
+        if (cache->recent)
+            cache->recent->mark += cache->memo.stepped - stepped;
         if (known != id && atomic_fetch_add(&st.differed, 1) < 5)
             mtl__say("unwind check: a recent stack (%u) is not the walk's (%u)", known, id);
         return id;
     }
     if (recent)
-        recent_keep(cache, walk, (uint32_t)n, max, id);
+        mtl__recent_keep(&cache->recent, walk, (uint32_t)n, max, id);
     return id;
 }
 
