@@ -39,7 +39,8 @@ static _Atomic size_t recent_bytes; /* of every thread's, in all */
 static size_t size_for(uint32_t sets)
 {
     size_t head = (sizeof(struct recent) + 63) & ~(size_t)63;
-    return head + (size_t)sets * RECENT_WAYS * sizeof(struct recent_stack) + sets;
+    return head + (size_t)sets * RECENT_WAYS * (sizeof(struct recent_stack) + sizeof(uint64_t)) +
+           sets;
 }
 
 /* A new, empty table of sets sets, within the budget; NULL if not. */
@@ -57,7 +58,8 @@ static struct recent *recent_new(uint32_t sets)
     }
     size_t head = (sizeof *r + 63) & ~(size_t)63;
     r->s = (struct recent_stack *)((char *)r + head);
-    r->next = (uint8_t *)(r->s + (size_t)sets * RECENT_WAYS);
+    r->key = (uint64_t *)(r->s + (size_t)sets * RECENT_WAYS);
+    r->next = (uint8_t *)(r->key + (size_t)sets * RECENT_WAYS);
     r->sets = sets;
     r->bytes = bytes;
     return r;
@@ -71,14 +73,15 @@ static void recent_free(struct recent *r)
 }
 
 /* Four times the sets, the counts and the rest carried over, the stacks
- * not (they would go to other sets); *rp unchanged if it cannot be. */
-static void recent_grow(struct recent **rp)
+ * not (they would go to other sets): 1, or 0 (*rp unchanged) if it
+ * cannot be. */
+static int recent_grow(struct recent **rp)
 {
     struct recent *old = *rp;
     uint32_t sets = old->sets * 4 < RECENT_SETS_MAX ? old->sets * 4 : RECENT_SETS_MAX;
     struct recent *r = recent_new(sets);
     if (!r)
-        return;
+        return 0;
     r->owner = old->owner;
     r->found = old->found;
     r->kept = old->kept;
@@ -86,6 +89,7 @@ static void recent_grow(struct recent **rp)
     r->rest_next = old->rest_next;
     *rp = r;
     recent_free(old);
+    return 1;
 }
 
 void mtl__recent_trial_end(struct recent **rp, uint64_t stepped)
@@ -93,15 +97,16 @@ void mtl__recent_trial_end(struct recent **rp, uint64_t stepped)
     struct recent *r = *rp;
     uint32_t hits = r->hits, walks = RECENT_TRIAL - hits;
     r->tries = r->hits = 0;
+    /* Grown: the next trial is the larger table's, without a rest. */
+    if (hits < RECENT_TRIAL / 10 * 9 && r->sets < RECENT_SETS_MAX &&
+        stepped - r->mark >= (uint64_t)walks * RECENT_GROW_STEPS && recent_grow(rp))
+        return;
     if (hits < RECENT_TRIAL / 2) {
         r->rest = r->rest_next ? r->rest_next : RECENT_REST_MIN;
         r->rest_next = r->rest < RECENT_REST_MAX ? 2 * r->rest : RECENT_REST_MAX;
     } else {
         r->rest_next = RECENT_REST_MIN;
     }
-    if (hits < RECENT_TRIAL / 10 * 9 && r->sets < RECENT_SETS_MAX &&
-        stepped - r->mark >= (uint64_t)walks * RECENT_GROW_STEPS)
-        recent_grow(rp);
 }
 
 /* Appends the word at addr that the walk read as val to s; 0 when it
@@ -127,14 +132,15 @@ void mtl__recent_keep(struct recent **rp, const struct mtl__unwind_walk *walk, u
         return;
     uint64_t owner = (uint64_t)(uintptr_t)&mtl__tls;
     if (r->owner != owner) { /* another thread's, or from before an unload */
-        memset(r->s, 0, (size_t)r->sets * RECENT_WAYS * sizeof r->s[0]);
+        memset(r->key, 0, (size_t)r->sets * RECENT_WAYS * sizeof r->key[0]);
         r->owner = owner;
     }
     uint64_t ra = n > 1 ? (uint64_t)(uintptr_t)walk->ip[1] : 0;
-    size_t k = mtl__recent_set(r, (uint64_t)(uintptr_t)walk->ip[0], walk->sp[0], ra);
-    struct recent_stack *s = &r->s[k * RECENT_WAYS + r->next[k]];
+    uint64_t key = mtl__recent_key((uint64_t)(uintptr_t)walk->ip[0], walk->sp[0], ra);
+    size_t k = mtl__recent_set(r, key), way = k * RECENT_WAYS + r->next[k];
     r->next[k] = (uint8_t)((r->next[k] + 1) % RECENT_WAYS);
-    s->id = 0; /* while it is rewritten; left so if it cannot be kept */
+    struct recent_stack *s = &r->s[way];
+    r->key[way] = 0; /* while it is rewritten; left so if it cannot be kept */
     s->ip = (uint64_t)(uintptr_t)walk->ip[0];
     s->sp = walk->sp[0];
     s->rbp = walk->rbp[0];
@@ -154,4 +160,5 @@ void mtl__recent_keep(struct recent **rp, const struct mtl__unwind_walk *walk, u
         return;
     r->kept++;
     s->id = id;
+    r->key[way] = key;
 }

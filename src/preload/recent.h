@@ -44,6 +44,9 @@ struct recent {
     uint32_t sets;        /* a power of 2 */
     size_t bytes;         /* of this mapping */
     uint8_t *next;        /* each set's way to replace next */
+    /* Each stack's key (0: none), set by set: a lookup reads one line of
+     * them, not the first line of each of the set's stacks. */
+    uint64_t *key;
     struct recent_stack *s; /* sets * RECENT_WAYS, set by set */
 };
 
@@ -61,10 +64,14 @@ void mtl__recent_keep(struct recent **rp, const struct mtl__unwind_walk *walk, u
  * return address is ra: most allocations of a program go through the
  * same wrapper (perl's safesysmalloc, sqlite3's sqlite3MemMalloc) at a
  * few depths, so the frame alone would put them all in a few sets. */
-static inline size_t mtl__recent_set(const struct recent *r, uint64_t ip, uint64_t sp, uint64_t ra)
+static inline uint64_t mtl__recent_key(uint64_t ip, uint64_t sp, uint64_t ra)
 {
-    uint64_t h = (ip ^ (sp << 16) ^ (ra * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 40) & (r->sets - 1);
+    return ((ip ^ (sp << 16) ^ (ra * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) | 1;
+}
+
+static inline size_t mtl__recent_set(const struct recent *r, uint64_t key)
+{
+    return (size_t)(key >> 40) & (r->sets - 1);
 }
 
 /* Whether every word s's walk read still reads the same, from sp. */
@@ -93,9 +100,12 @@ static inline uint32_t mtl__recent_find(struct recent **rp, struct mtl__unwind_m
         r = *rp;
     }
     uint64_t ra = mtl__unwind_caller(m, ip, sp, rbp);
-    const struct recent_stack *set = &r->s[mtl__recent_set(r, ip, sp, ra) * RECENT_WAYS];
+    uint64_t key = mtl__recent_key(ip, sp, ra);
+    size_t set = mtl__recent_set(r, key) * RECENT_WAYS;
     for (unsigned w = 0; w < RECENT_WAYS; w++) {
-        const struct recent_stack *s = &set[w];
+        if (r->key[set + w] != key)
+            continue;
+        const struct recent_stack *s = &r->s[set + w];
         if (s->ip == ip && s->sp == sp && s->ra == ra && s->id && s->max == max &&
             (s->rbp == rbp || s->rbp_free) && mtl__recent_holds(s, sp)) {
             r->found++;
