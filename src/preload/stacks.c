@@ -39,6 +39,7 @@
  * An allocation from the same frame whose words all still read the same
  * has the same stack, by the same argument as the walker's reuse of its
  * last walk (unwind.c): its id, without a step, a hash or a lookup.
+ * They are kept in recent.c, which also decides how many.
  *
  * The node arrays live in the region (common/region.h), reserved once and
  * never moved, so the writer (memtally record, or our writer thread) reads
