@@ -2,51 +2,82 @@
 # Where a recorded program's time goes: `perf record` of the one-thread
 # storm (bench/workloads/storm.c, 1,000,000 operations) under memtally
 # record, full mode and sampled, and of binary trees (depth 15) in full
-# mode, every process and thread of the run counted; the cycles by object:
-# libmemtally (the hooks, the stack walker, stacks, events), libunwind
-# (walks ours leaves to it), memtally (memtally record: encoding and
-# compression), libzstd, the kernel, the clock (vDSO), libc and the
-# program; then libmemtally's functions in full mode, and how the stacks
-# were found (frames walked or reused, lookups guessed).  Needs perf
-# (linux-perf).  About 30 s.   sh bench/profile.sh
+# mode, every process and thread of the run counted; the cycles by
+# process (the program's against memtally record's, which encodes and
+# compresses on the other core), by object: libmemtally (the hooks, the
+# stack walker, stacks, events), libunwind (walks ours leaves to it),
+# memtally (memtally record), libzstd, the kernel, the clock (vDSO), libc
+# and the program; then libmemtally's functions in full mode, and how the
+# stacks were found (frames walked or reused, lookups guessed, recent
+# stacks found).  Needs perf (linux-perf).  About 30 s.
+#   sh bench/profile.sh [-w "W1 W2..."]
+#     -w LIST   instead, these of bench/run.sh's workloads (storm1 storm2
+#               sqlite python cc1 bintree perl gitlog), full mode, at their
+#               default sizes
 set -e
 cd "$(dirname "$0")/.."
-B=build/bench
-mkdir -p "$B"
+list=
+while [ $# -gt 0 ]; do
+    case $1 in
+    -w) list=$2; shift 2 ;;
+    *) echo "bench: unknown option $1" >&2; exit 2 ;;
+    esac
+done
 command -v perf >/dev/null 2>&1 || { echo "perf is not installed (apt-get install linux-perf)"; exit 1; }
-[ -x "$B/storm" ] || ${CC:-cc} -O2 -g -Wall -pthread -o "$B/storm" bench/workloads/storm.c
-[ -x "$B/binarytrees" ] || ${CC:-cc} -O2 -g -Wall -o "$B/binarytrees" bench/workloads/binarytrees.c
+. bench/common.inc
+B=build/bench OUT=build/bench/out CC=${CC:-cc}
+mkdir -p "$B" "$OUT"
+bench_sizes default
+if [ -n "$list" ]; then
+    bench_inputs
+else
+    [ -x "$B/storm" ] || $CC -O2 -g -Wall -pthread -o "$B/storm" bench/workloads/storm.c
+    [ -x "$B/binarytrees" ] || $CC -O2 -g -Wall -o "$B/binarytrees" bench/workloads/binarytrees.c
+fi
 # shares SORT: perf's report of profile.data by SORT, summed per key, the
 # keys of 0.5% or more (of libmemtally.so's functions only, by symbol).
 shares() {
     perf report -i "$B/profile.data" --no-children --sort "$1" --stdio 2>/dev/null |
         awk -v by="$1" '/%/ && $1 ~ /%$/ { sub(/%/, "", $1)
-                 if (by == "dso") share[$2] += $1; else if ($2 == "libmemtally.so") share[$4] += $1 }
+                 if (by == "dso" || by == "comm") share[$2] += $1
+                 else if ($2 == "libmemtally.so") share[$4] += $1 }
              END { for (o in share) if (share[o] >= 0.5) printf "  %6.1f%%  %s\n", share[o], o }' |
         sort -rn
 }
-for run in "storm full" "storm sampled" "bintree full"; do
-    set -- $run
+# profile WHAT MODE: the run of $cmd (with $envs, stdin $inp).
+profile() {
     opt=; [ "$2" = sampled ] && opt=--sample
-    if [ "$1" = storm ]; then
-        set -- "$1" "$2" "$B/storm" 1 1000000; what="storm, 1 thread"
-    else
-        set -- "$1" "$2" "$B/binarytrees" 15; what="binary trees, depth 15"
-    fi
-    mode=$2; shift 2
-    perf record -q -o "$B/profile.data" -- build/memtally record -q $opt -o "$B/profile.mtly" \
-        -- "$@" >/dev/null 2>&1
-    echo "== $what, $mode mode: share of all cycles by object"
+    # shellcheck disable=SC2086
+    env $envs perf record -q -o "$B/profile.data" -- build/memtally record -q $opt \
+        -o "$B/profile.mtly" -- $cmd <"$inp" >/dev/null 2>&1
+    echo "== $1, $2 mode: share of all cycles by process"
+    shares comm
+    echo "   by object"
     shares dso
-    if [ "$mode" = full ]; then
+    if [ "$2" = full ]; then
         echo "   libmemtally.so's part, by function"
         shares dso,sym
     fi
     rm -f "$B/profile.data" "$B/profile.mtly"
-    # How the stacks were found: walked frames against reused ones, and
+    # How the stacks were found: walked frames against reused ones,
     # lookups that missed the thread's cache against those guessed right
-    # (docs/DESIGN.md, "Unique stacks"); MEMTALLY_UNWIND=check prints them.
-    echo "   stacks: $(MEMTALLY_UNWIND=check build/memtally record -q $opt -o "$B/profile.mtly" \
-        -- "$@" 2>&1 >/dev/null | sed -n 's/.*differed; //p')"
+    # (docs/DESIGN.md, "Unique stacks"), recent stacks found against kept;
+    # MEMTALLY_UNWIND=check prints them.
+    # shellcheck disable=SC2086
+    echo "   stacks: $(env $envs MEMTALLY_UNWIND=check build/memtally record -q $opt \
+        -o "$B/profile.mtly" -- $cmd <"$inp" 2>&1 >/dev/null | sed -n 's/.*differed; //p')"
     rm -f "$B/profile.mtly"
-done
+}
+if [ -n "$list" ]; then
+    for w in $list; do
+        workload "$w"
+        profile "$w ($cmd)" full
+    done
+    exit 0
+fi
+envs= inp=/dev/null
+cmd="$B/storm 1 1000000"
+profile "storm, 1 thread" full
+profile "storm, 1 thread" sampled
+cmd="$B/binarytrees 15"
+profile "binary trees, depth 15" full
