@@ -12,8 +12,10 @@
  *   steps few frames (reusing its last walk's), a stack found in a large
  *   table costs more than the walk, its words far apart in memory: cc1
  *   found 72% of its stacks in 4,096, against 10% in 128, and took 4.5%
- *   longer (docs/PERFORMANCE.md, "Recent stacks").
- * - fewer than half found (binary trees' every stack new): the next
+ *   longer (docs/PERFORMANCE.md, "Recent stacks").  A grown table has
+ *   its trial at once: it starts empty, and a rest first would leave the
+ *   storm walking half a million stacks before its table is large.
+ * - else, fewer than half found (binary trees' every stack new): the next
  *   stacks neither ask nor keep, as a miss costs a lookup and the keeping
  *   of its walk.  The rest doubles after each trial that fails, from
  *   RECENT_REST_MIN to RECENT_REST_MAX stacks, and is back to the least
