@@ -50,6 +50,10 @@ struct mtl_ptrcode {
     struct lane *lanes;
     struct class_list *classes;
     uint32_t *index;     /* encoder: address -> its live block or last free */
+    /* encoder: a bit per fring slot: its free's entry was turned over by
+     * a later event at its address, so that there is none to take out of
+     * the index when the slot is used again (one random probe spared) */
+    uint64_t *fgone;
     int tops;            /* version 5 on: allocations may name their lane's top */
     size_t bytes;        /* of the mapping, which starts with this */
 };
@@ -281,6 +285,19 @@ static void index_remove(struct mtl_ptrcode *pc, uint32_t i)
     pc->index[i] = 0;
 }
 
+static void set_fgone(struct mtl_ptrcode *pc, uint32_t fslot)
+{
+    pc->fgone[fslot / 64] |= 1ull << (fslot % 64);
+}
+
+/* Whether fslot's free was turned over, its bit cleared for the next. */
+static int take_fgone(struct mtl_ptrcode *pc, uint32_t fslot)
+{
+    uint64_t bit = 1ull << (fslot % 64), was = pc->fgone[fslot / 64] & bit;
+    pc->fgone[fslot / 64] &= ~bit;
+    return was != 0;
+}
+
 /* Before a ring's slot takes another address: the entry of the one it
  * holds goes, if it is that slot's (not a newer block's or free's). */
 static void index_leave(struct mtl_ptrcode *pc, uint64_t ptr, uint32_t slot, int freed)
@@ -410,7 +427,7 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
 
 struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
 {
-    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, INDEX, GC, PARTS };
+    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, INDEX, GC, FGONE, PARTS };
     const size_t sizes[PARTS] = {
         [RING] = W * sizeof(struct block),
         [LIVE] = WORDS * sizeof(uint64_t), [FEN] = (WORDS + 1) * sizeof(uint32_t),
@@ -418,7 +435,8 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
         [CLASSES] = ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
         [FRING] = FR * sizeof(uint64_t),
         [INDEX] = encoder ? INDEX_SLOTS * sizeof(uint32_t) : 0,
-        [GC] = encoder ? WORDS * sizeof(uint64_t) : 0 };
+        [GC] = encoder ? WORDS * sizeof(uint64_t) : 0,
+        [FGONE] = encoder ? FR / 64 * sizeof(uint64_t) : 0 };
     size_t off[PARTS], bytes = (sizeof(struct mtl_ptrcode) + 63) & ~(size_t)63;
     for (int i = 0; i < PARTS; i++) {
         off[i] = bytes;
@@ -439,6 +457,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
     if (encoder) {
         pc->index = (uint32_t *)(b + off[INDEX]);
         pc->gc = (uint64_t *)(b + off[GC]);
+        pc->fgone = (uint64_t *)(b + off[FGONE]);
     }
     pc->tops = version >= MTL_FORMAT_TOP_FIRST;
     pc->bytes = bytes;
@@ -528,6 +547,8 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     uint64_t f = e & FREED ? pc->frees - ((pc->frees - entry_slot(e)) % FR) : 0;
     if (e && !(e & FREED))
         tell(pc, entry_slot(e), 0, news);
+    if (e & FREED)
+        set_fgone(pc, entry_slot(e));
     pc->index[at] = entry_of(ptr, slot, 0);
     uint64_t taken = L->taken;
     unsigned n = 1;
@@ -626,9 +647,11 @@ unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr,
      * before had: that one's entry goes first (a removal moves entries);
      * then ptr's entry becomes the free's. */
     uint32_t fslot = (uint32_t)((pc->frees + 1) % FR);
-    if (pc->frees + 1 > FR)
+    if (pc->frees + 1 > FR && !take_fgone(pc, fslot))
         index_leave(pc, pc->fring[fslot], fslot, 1);
     uint32_t at = index_at(pc, ptr), e = pc->index[at];
+    if (e & FREED)
+        set_fgone(pc, entry_slot(e));
     pc->index[at] = entry_of(ptr, fslot, 1);
     if (!e || (e & FREED)) { /* no block of the window */
         v[0] = 0;
