@@ -6,7 +6,7 @@
 #
 #   sh bench/run.sh [-r N] [-w NAME] [-q | -f]
 #     -r N     repetitions per tool and workload (default 5; the median is shown)
-#     -w NAME  run only this workload (true storm1 storm2 sqlite python gcc cc1
+#     -w LIST  run only these workloads (true storm1 storm2 sqlite python gcc cc1
 #              bintree perl gitlog)
 #     -q       quick smoke test: 1 repetition, small sizes
 #     -f       full sizes: the inputs the peers were measured on (storm
@@ -43,10 +43,12 @@ esac
 
 ALL="true storm1 storm2 sqlite python gcc cc1 bintree perl gitlog"
 if [ -n "$only" ]; then
-    case " $ALL " in
-    *" $only "*) ;;
-    *) echo "bench: unknown workload '$only' (one of: $ALL)" >&2; exit 2 ;;
-    esac
+    for w in $only; do
+        case " $ALL " in
+        *" $w "*) ;;
+        *) echo "bench: unknown workload '$w' (one of: $ALL)" >&2; exit 2 ;;
+        esac
+    done
     WORKLOADS=$only
 else
     WORKLOADS=$ALL
