@@ -6,7 +6,7 @@
  *
  * - fewer than nine in ten found, and the walks of those not found
  *   stepped RECENT_GROW_STEPS frames or more on average: the sets grow
- *   fourfold, up to RECENT_SETS_MAX (4,096 stacks, 3 MiB).  The storm's
+ *   fourfold, up to RECENT_SETS_MAX (4,096 stacks, 2.5 MiB).  The storm's
  *   thousands of hot stacks, each 10 to 40 frames walked anew, do not fit
  *   in 128: it found 0.3% of them there, 92% in 4,096.  Where the walker
  *   steps few frames (reusing its last walk's), a stack found in a large
@@ -112,15 +112,14 @@ void mtl__recent_trial_end(struct recent **rp, uint64_t stepped)
 }
 
 /* Appends the word at addr that the walk read as val to s; 0 when it
- * cannot be kept (no room, or not a word at a place off can say). */
+ * cannot be kept (no room, a value of more than 48 bits, or not a word
+ * at a place 16 bits can say). */
 static int add_word(struct recent_stack *s, uint64_t addr, uint64_t val)
 {
     uint64_t d = addr - s->sp;
-    if (s->nwords == RECENT_WORDS || (d & 7) || d / 8 > UINT16_MAX)
+    if (s->nwords == RECENT_WORDS || (d & 7) || d / 8 > UINT16_MAX || (val & ~RECENT_VALUE_MASK))
         return 0;
-    s->off[s->nwords] = (uint16_t)(d / 8);
-    s->val[s->nwords] = val;
-    s->nwords++;
+    s->word[s->nwords++] = (d / 8) << RECENT_VALUE_BITS | val;
     return 1;
 }
 

@@ -30,9 +30,16 @@ struct recent_stack {
     uint16_t max;         /* the walk's limit */
     uint8_t nwords;       /* in val and off */
     uint8_t rbp_free;     /* frame 0's rbp played no part in the walk */
-    uint64_t val[RECENT_WORDS];  /* the words the walk read, in its order */
-    uint16_t off[RECENT_WORDS];  /* each one's place: sp + 8 * off */
+    /* The words the walk read, in its order: each one's value in the low
+     * 48 bits (return addresses and the frame pointers a CFA used are
+     * user-space addresses, the end a 0: their top bits are clear), its
+     * place in the top 16 (at sp + 8 * place).  One load a word, and a
+     * short stack in two cache lines. */
+    uint64_t word[RECENT_WORDS];
 } __attribute__((aligned(64)));
+
+#define RECENT_VALUE_BITS 48
+#define RECENT_VALUE_MASK ((1ull << RECENT_VALUE_BITS) - 1)
 
 struct recent {
     uint64_t owner;       /* the thread whose stacks they are */
@@ -78,9 +85,11 @@ static inline size_t mtl__recent_set(const struct recent *r, uint64_t key)
 static inline int mtl__recent_holds(const struct recent_stack *s, uint64_t sp)
 {
     const uint64_t *base = (const uint64_t *)(uintptr_t)sp;
-    for (uint32_t i = 0; i < s->nwords; i++)
-        if (base[s->off[i]] != s->val[i])
+    for (uint32_t i = 0; i < s->nwords; i++) {
+        uint64_t w = s->word[i];
+        if (base[w >> RECENT_VALUE_BITS] != (w & RECENT_VALUE_MASK))
             return 0;
+    }
     return 1;
 }
 
