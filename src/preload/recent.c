@@ -28,6 +28,8 @@
 #include "preload/recent.h"
 
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define RECENT_SETS_MIN 32u
 #define RECENT_SETS_MAX 1024u
@@ -67,10 +69,15 @@ static struct recent *recent_new(uint32_t sets)
     return r;
 }
 
-static void recent_free(struct recent *r)
+/* A table replaced by a larger one: its memory goes back to the system
+ * but for its first page (the counts), its addresses stay mapped, so that
+ * check mode's report at exit, which reads every thread's counts from
+ * another thread, never reads an unmapped page. */
+static void recent_retire(struct recent *r)
 {
-    size_t bytes = r->bytes;
-    mtl__pages_free(r, bytes);
+    size_t bytes = r->bytes, page = (size_t)sysconf(_SC_PAGESIZE);
+    if (bytes > page)
+        madvise((char *)r + page, (bytes - page) / page * page, MADV_DONTNEED);
     atomic_fetch_sub(&recent_bytes, bytes);
 }
 
@@ -90,7 +97,7 @@ static int recent_grow(struct recent **rp)
     r->rest = old->rest;
     r->rest_next = old->rest_next;
     *rp = r;
-    recent_free(old);
+    recent_retire(old);
     return 1;
 }
 
