@@ -28,7 +28,7 @@ struct recent_stack {
     uint64_t ra;          /* its caller's return address: the first word */
     uint32_t id;          /* 0: empty */
     uint16_t max;         /* the walk's limit */
-    uint8_t nwords;       /* in val and off */
+    uint8_t nwords;       /* in word */
     uint8_t rbp_free;     /* frame 0's rbp played no part in the walk */
     /* The words the walk read, in its order: each one's value in the low
      * 48 bits (return addresses and the frame pointers a CFA used are
