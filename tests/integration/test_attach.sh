@@ -135,6 +135,10 @@ fi
 if unshare --mount true 2>/dev/null; then
     cp "$T" ./target_ns
     mkfifo in3
+    # The first target's output goes first: the new one's shell opens
+    # out.txt only once in3 has a writer, and a wait on the old lines
+    # would attach while the new target is still starting.
+    rm -f out.txt
     unshare --mount --fork sh -c "mount -t tmpfs none '$MEMTALLY_ROOT/build' && exec '$PWD/target_ns'" \
         <in3 >out.txt &
     ns=$!
