@@ -569,6 +569,12 @@ void mtl__unwind_atfork(int phase)
 
 /* ------------------------------------------------------------- walk */
 
+/* The CFA of a frame by its rule: its caller's stack pointer. */
+static inline uint64_t rule_cfa(uint64_t rule, uint64_t sp, uint64_t rbp)
+{
+    return ((rule & RULE_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)RULE_CFA_OFF(rule);
+}
+
 /* One step from frame k of w: its caller's frame into k + 1.  1: done,
  * 0: the walk ended at k (no caller), -1: cannot follow.  A frame's rule is
  * that of the instruction before its ip, a return address, but for frame
@@ -585,7 +591,7 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
     w->rule[k] = rule;
     if (MTL_UNLIKELY(!(rule & RULE_OK)))
         return -1;
-    uint64_t cfa = ((rule & RULE_CFA_RBP) ? w->rbp[k] : w->sp[k]) + (uint64_t)(int64_t)RULE_CFA_OFF(rule);
+    uint64_t cfa = rule_cfa(rule, w->sp[k], w->rbp[k]);
     if (rule & RULE_END)
         return 0;
     /* The caller's frame is above this one, in whole words. */
@@ -626,7 +632,7 @@ uint64_t mtl__unwind_caller(struct mtl__unwind_memo *m, uint64_t ip, uint64_t sp
     uint64_t rule = rule_at(m, ip - 1);
     if (!(rule & RULE_OK) || (rule & RULE_END))
         return 0;
-    uint64_t cfa = ((rule & RULE_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)RULE_CFA_OFF(rule);
+    uint64_t cfa = rule_cfa(rule, sp, rbp);
     if (cfa <= sp || (cfa & 7))
         return 0;
     return *(const uint64_t *)(uintptr_t)(cfa - 8);
