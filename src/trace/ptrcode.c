@@ -47,6 +47,11 @@ struct mtl_ptrcode {
     uint64_t frees;      /* frees so far: the last one's number (from 1) */
     uint64_t *fring;     /* the address of free number f at f % FR */
     uint32_t *fen;       /* a Fenwick tree of the live bits per word, from 1 */
+    /* A change to one word's count not yet in the tree: allocations fill
+     * the ring's words in turn, so the tree takes a word's 64 changes in
+     * one update (fen_flush) instead of one each. */
+    uint32_t pend_word;
+    int32_t pend_delta;
     struct lane *lanes;
     struct class_list *classes;
     uint32_t *index;     /* encoder: address -> its live block or last free */
@@ -104,10 +109,26 @@ static void fen_add(struct mtl_ptrcode *pc, uint32_t word, int d)
         pc->fen[i] += (uint32_t)d;
 }
 
+static void fen_flush(struct mtl_ptrcode *pc)
+{
+    if (pc->pend_delta)
+        fen_add(pc, pc->pend_word, pc->pend_delta);
+    pc->pend_delta = 0;
+}
+
+static void fen_change(struct mtl_ptrcode *pc, uint32_t word, int d)
+{
+    if (word != pc->pend_word) {
+        fen_flush(pc);
+        pc->pend_word = word;
+    }
+    pc->pend_delta += d;
+}
+
 /* Live blocks in ring slots [0, slot). */
 static uint64_t before_slot(const struct mtl_ptrcode *pc, uint32_t slot)
 {
-    uint64_t n = 0;
+    uint64_t n = pc->pend_word < slot / 64 ? (uint64_t)(int64_t)pc->pend_delta : 0;
     for (uint32_t i = slot / 64; i > 0; i -= i & -i)
         n += pc->fen[i];
     if (slot % 64)
@@ -221,7 +242,7 @@ static void set_live(struct mtl_ptrcode *pc, uint32_t slot, int on)
     else
         pc->live[slot / 64] &= ~(1ull << (slot % 64));
     pc->nlive += on ? 1 : (uint64_t)-1;
-    fen_add(pc, slot / 64, on ? 1 : -1);
+    fen_change(pc, slot / 64, on ? 1 : -1);
 }
 
 /* --- the encoder's index: address -> its live block, or its last free --- */
@@ -336,6 +357,23 @@ static void class_take(struct class_list *cl, unsigned i)
 {
     memmove(&cl->free[i], &cl->free[i + 1], (DEPTH - 1 - i) * sizeof cl->free[0]);
     cl->free[DEPTH - 1] = 0;
+}
+
+/* Where free number f is in the list, or DEPTH.  A list is in falling
+ * order (each free's number is above all before it; 0 past the end), so
+ * a binary search: most allocations' frees are not in it, and a scan
+ * would read all 32. */
+static unsigned class_find(const struct class_list *cl, uint64_t f)
+{
+    unsigned lo = 0, hi = DEPTH; /* f, if there, is in [lo, hi) */
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (cl->free[mid] > f)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < DEPTH && cl->free[lo] == f ? lo : DEPTH;
 }
 
 static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t f)
@@ -474,6 +512,8 @@ void mtl__pc_reset(struct mtl_ptrcode *pc)
         madvise(m + first, pc->bytes - first, MADV_DONTNEED);
     memset(m + sizeof *pc, 0, first - sizeof *pc);
     pc->seq = pc->nlive = pc->last_alloc = pc->frees = 0;
+    pc->pend_word = 0;
+    pc->pend_delta = 0;
 }
 
 void mtl__pc_free(struct mtl_ptrcode *pc)
@@ -553,12 +593,13 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     uint64_t taken = L->taken;
     unsigned n = 1;
     v[0] = 0;
-    if (f && cl->key == key)
-        for (unsigned i = 0; i < DEPTH && !v[0]; i++)
-            if (cl->free[i] == f) {
-                v[0] = i + 1;
-                class_take(cl, i);
-            }
+    if (f && cl->key == key) {
+        unsigned i = class_find(cl, f);
+        if (i < DEPTH) {
+            v[0] = i + 1;
+            class_take(cl, i);
+        }
+    }
     if (!v[0] && ptr == L->end)
         v[0] = CODE_END;
     for (uint64_t j = 0; !v[0] && f && taken && j < 2 * NEIGHBOURS; j++)
@@ -678,7 +719,7 @@ unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr,
 /* The allocation number of the block a FREE's k (not 0) names: near the
  * reference, word by word; else by its place among all the live (oldest
  * first) through the tree.  0, or -1 when it names none. */
-static int block_of_free(const struct mtl_ptrcode *pc, const struct lane *L, uint64_t v0,
+static int block_of_free(struct mtl_ptrcode *pc, const struct lane *L, uint64_t v0,
                          uint64_t *n)
 {
     uint64_t k, q;
@@ -709,6 +750,7 @@ static int block_of_free(const struct mtl_ptrcode *pc, const struct lane *L, uin
             k = before - 1 - j;
         }
     }
+    fen_flush(pc); /* nth_live reads the tree alone */
     *n = nth_live(pc, k);
     return 0;
 }

@@ -189,6 +189,33 @@ static size_t model_round_trip(uint32_t version)
     return twos;
 }
 
+/* Frees far back, each just as the allocations have filled a word of the
+ * window's live bits: the count of that word is the one change the model
+ * may not have put in its tree yet, and a rank that missed it would name
+ * another block. */
+static void far_frees_at_word_ends(void)
+{
+    struct mtl_ptrcode *enc = mtl__pc_new(1, MTL_FORMAT_VERSION), *dec = mtl__pc_new(0, MTL_FORMAT_VERSION);
+    CHECK(enc && dec);
+    uint64_t base = 0x600000000000ull, v[2], back;
+    size_t wrong = 0, frees = 0, n = 0;
+    for (int round = 0; round < 40; round++) {
+        do { /* to the end of a word of allocations */
+            uint64_t p = base + 64 * n++;
+            mtl__pc_put_alloc(enc, 0, 40, p, 0, v, NULL);
+            wrong += mtl__pc_get_alloc(dec, 0, 40, v[0], v[1], &back) != 0 || back != p;
+        } while (n % 64 || n < 2048);
+        uint64_t p = base + 64 * (uint64_t)(round * 37 + 5); /* far back, still live */
+        mtl__pc_put_free(enc, 1 + round % 2, p, v, NULL);
+        wrong += mtl__pc_get_free(dec, 1 + round % 2, v[0], v[1], &back) != 0 || back != p;
+        frees++;
+    }
+    CHECK_EQ(frees, 40);
+    CHECK_EQ(wrong, 0);
+    mtl__pc_free(enc);
+    mtl__pc_free(dec);
+}
+
 /* Corrupt values: refused or decoded, never a crash; the window's first
  * free cannot name a block that is not there. */
 static void corrupt_values(void)
@@ -271,6 +298,7 @@ int main(void)
      * that took a second value before. */
     size_t twos4 = model_round_trip(4), twos5 = model_round_trip(MTL_FORMAT_VERSION);
     CHECK(twos5 < twos4);
+    far_frees_at_word_ends();
     corrupt_values();
     trace_round_trip();
     free(steps);
