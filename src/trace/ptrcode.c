@@ -293,6 +293,15 @@ static uint32_t index_at(const struct mtl_ptrcode *pc, uint64_t ptr)
     return i;
 }
 
+void mtl__pc_prefetch(const struct mtl_ptrcode *pc, uint64_t far, uint64_t near)
+{
+    __builtin_prefetch(&pc->index[index_home(far)]);
+    uint32_t e = pc->index[index_home(near)];
+    if (e && e >> TAG_SHIFT == entry_of(near, 0, 0) >> TAG_SHIFT)
+        __builtin_prefetch(e & FREED ? (const void *)&pc->fring[entry_slot(e)]
+                                     : (const void *)&pc->ring[entry_slot(e)]);
+}
+
 /* Empties entry i: each later entry of the run that may moves up. */
 static void index_remove(struct mtl_ptrcode *pc, uint32_t i)
 {

@@ -65,6 +65,12 @@ unsigned mtl__pc_put_free(struct mtl_ptrcode *pc, uint32_t thread, uint64_t ptr,
                           struct mtl_pc_news *news);
 uint64_t mtl__pc_put_tag(struct mtl_ptrcode *pc, uint64_t ptr);
 
+/* Encoder: ahead of their events, the index's line for the address far
+ * (an event further on) and the block or free that the index names for
+ * near (a nearer one, its line fetched by an earlier call): each is
+ * otherwise a cache miss most of the time. */
+void mtl__pc_prefetch(const struct mtl_ptrcode *pc, uint64_t far, uint64_t near);
+
 /* Reader: whether an ALLOC's or a FREE's first value v0 has a second. */
 int mtl__pc_alloc_two(uint64_t v0);
 int mtl__pc_free_two(uint64_t v0);
