@@ -14,7 +14,7 @@
 #include "trace/format.h"
 
 static const char *const names[MTL_STREAMS] = { "records (main)", "times", "sizes", "stacks",
-                                                "addresses" };
+                                                "addresses", "addresses' 2nd" };
 
 int main(int argc, char **argv)
 {
@@ -24,33 +24,27 @@ int main(int argc, char **argv)
     }
     int fd = open(argv[1], O_RDONLY);
     struct mtl_blocks *b;
-    if (fd < 0 || mtl__blocks_open(&b, fd, NULL, 0, MTL_FILE_HEADER_SIZE, 0) < 0) {
+    uint8_t head[MTL_FILE_HEADER_SIZE];
+    if (fd < 0 || pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
+        mtl__blocks_open(&b, fd, NULL, 0, MTL_FILE_HEADER_SIZE, 0) < 0) {
         fprintf(stderr, "stream_sizes: cannot read %s\n", argv[1]);
         return 1;
     }
+    mtl__blocks_version(b, mtl__get_u32le(head + 8)); /* its streams */
     uint64_t raw[MTL_STREAMS] = { 0 }, packed[MTL_STREAMS] = { 0 }, blocks = 0;
-    size_t cap = 64u << 20; /* a block's streams are smaller */
-    uint8_t *buf = malloc(cap), *out = malloc(ZSTD_compressBound(cap));
+    size_t cap = MTL_BLOCK_MAX_RAW; /* a stream is smaller */
+    uint8_t *out = malloc(ZSTD_compressBound(cap));
     const struct mtl_block *k;
     int rc;
     while ((rc = mtl__blocks_next(b, &k)) > 0) {
         blocks++;
         for (int s = 0; s < MTL_STREAMS; s++) {
-            size_t n = 0;
-            if (s == MTL_S_MAIN) {
-                n = (size_t)(k->main_end - k->main);
-                if (n > cap)
-                    n = cap;
-                for (size_t i = 0; i < n; i++)
-                    buf[i] = k->main[i];
-            } else {
-                if (mtl__block_stream(b, s) < 0)
-                    continue;
-                for (uint32_t i = 0; i < k->nval[s] && n + 10 <= cap; i++)
-                    n = (size_t)(mtl__put_varint(buf + n, k->val[s][i]) - buf);
-            }
+            size_t n = (size_t)(k->bytes_end[s] - k->bytes[s]);
+            if (!n)
+                continue; /* a stream the trace's version has not */
             raw[s] += n;
-            packed[s] += ZSTD_compress(out, ZSTD_compressBound(cap), buf, n, MTL_ENC_ZSTD_LEVEL);
+            packed[s] += ZSTD_compress(out, ZSTD_compressBound(cap), k->bytes[s], n,
+                                       MTL_ENC_ZSTD_LEVEL);
         }
     }
     if (rc < 0) {

@@ -1,6 +1,7 @@
 /*
- * trace_encode.h: writing version-1 traces by hand, field by field, as
- * docs/FORMAT.md lays them out, for the tests: the reader's specification
+ * trace_encode.h: writing traces of versions 1 to 5 by hand (6 with
+ * empty_more), field by field, as docs/FORMAT.md lays them out, for the
+ * tests: the reader's specification
  * test (tests/unit/test_reader_spec.c) and the hand-made traces of the
  * integration tests (tests/tools/mktrace.c).  Header-only.
  *
@@ -39,6 +40,7 @@ struct tb_buf {
     uint8_t d[MTL_STREAMS][TB_STREAM_CAP];
     size_t n[MTL_STREAMS];
     int bad_count; /* write a wrong number of streams (damage tests) */
+    int empty_more; /* empty streams after the five (version 6's PTR_MORE) */
 };
 
 /* A file being written: its block numbers count from 0. */
@@ -50,7 +52,7 @@ struct tb_file {
 static inline void tb_clear(struct tb_buf *b)
 {
     memset(b->n, 0, sizeof b->n);
-    b->bad_count = 0;
+    b->bad_count = b->empty_more = 0;
 }
 
 static inline int tb_empty(const struct tb_buf *b)
@@ -112,14 +114,20 @@ static inline void tb_bytes(struct tb_buf *b, const void *s, size_t n)
 
 static inline void tb_str(struct tb_buf *b, const char *s) { tb_bytes(b, s, strlen(s)); }
 
+/* The streams of the versions written here (1 to 5): PTR_MORE came in
+ * version 6. */
+#define TB_STREAMS MTL_S_PTR_MORE
+
 /* The payload: the stream count and lengths, then the streams.  out must
  * have room for all of b and 64 bytes more. */
 static inline size_t tb_payload(const struct tb_buf *b, uint8_t *out)
 {
-    uint8_t *p = mtl__put_varint(out, MTL_STREAMS + (unsigned)b->bad_count);
-    for (int i = 0; i < MTL_STREAMS; i++)
+    uint8_t *p = mtl__put_varint(out, TB_STREAMS + (unsigned)(b->bad_count + b->empty_more));
+    for (int i = 0; i < TB_STREAMS; i++)
         p = mtl__put_varint(p, b->n[i]);
-    for (int i = 0; i < MTL_STREAMS; i++) {
+    for (int i = 0; i < b->empty_more; i++)
+        p = mtl__put_varint(p, 0);
+    for (int i = 0; i < TB_STREAMS; i++) {
         memcpy(p, b->d[i], b->n[i]);
         p += b->n[i];
     }

@@ -202,7 +202,8 @@ static int decode_time_runs(struct slot *s)
 static int decode_stream(struct slot *s, int i, int deltas)
 {
     const uint8_t *p = s->sp[i], *e = s->se[i];
-    if (vals_room(s, i, (size_t)(e - p)) < 0)
+    /* One more: an empty stream is decoded too (val set), once. */
+    if (vals_room(s, i, (size_t)(e - p) + 1) < 0)
         return MTL_ENOMEM;
     uint64_t *o = s->vals[i];
     while (p < e) {
@@ -287,17 +288,19 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
         return finish(s, MTL_ECORRUPT, 0);
     /* The stream table: their number, their lengths, then the streams. */
     const uint8_t *p = s->raw, *end = s->raw + s->rsize;
-    uint64_t nstreams, len[MTL_STREAMS];
-    if (mtl__get_varint(&p, end, &nstreams) < 0 || nstreams != MTL_STREAMS)
+    /* A version's streams; those it does not have are empty. */
+    uint64_t nstreams, len[MTL_STREAMS] = { 0 };
+    unsigned have = mtl__streams_of(b->version);
+    if (mtl__get_varint(&p, end, &nstreams) < 0 || nstreams != have)
         return finish(s, MTL_ECORRUPT, 0);
-    for (int i = 0; i < MTL_STREAMS; i++)
+    for (unsigned i = 0; i < have; i++)
         if (mtl__get_varint(&p, end, &len[i]) < 0)
             return finish(s, MTL_ECORRUPT, 0);
     for (int i = 0; i < MTL_STREAMS; i++) {
         if (len[i] > (uint64_t)(end - p))
             return finish(s, MTL_ECORRUPT, 0);
-        s->sp[i] = p;
-        s->se[i] = p += len[i];
+        s->sp[i] = s->blk.bytes[i] = p;
+        s->se[i] = s->blk.bytes_end[i] = p += len[i];
     }
     if (p != end)
         return finish(s, MTL_ECORRUPT, 0);
@@ -305,7 +308,7 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
     s->blk.main_end = s->se[MTL_S_MAIN];
     int sums = b->want_sums;
     for (int i = 1; i < MTL_STREAMS; i++) {
-        if ((i == MTL_S_PTR && !b->want_ptr) ||
+        if (((i == MTL_S_PTR || i == MTL_S_PTR_MORE) && !b->want_ptr) ||
             (sums && (i == MTL_S_SIZE || i == MTL_S_STACK)))
             continue;
         if (decode_coded(b, s, i) < 0)

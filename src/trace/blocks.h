@@ -26,6 +26,8 @@ struct mtl_block {
     uint64_t number;           /* from 0, in file order */
     uint64_t start, end;       /* offset of its header, offset after it */
     const uint8_t *main, *main_end;   /* the MAIN stream, as bytes */
+    /* Every stream as its bytes (the MAIN one too), as the file has them. */
+    const uint8_t *bytes[MTL_STREAMS], *bytes_end[MTL_STREAMS];
     /* The other streams, decoded: val[s][0 .. nval[s]-1].  bad[s]: after
      * those comes a varint that does not parse.  A stream not decoded
      * (pointers not wanted) has val NULL: see mtl__block_stream. */

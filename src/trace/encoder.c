@@ -325,11 +325,13 @@ static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
     e->last_us = us;
 }
 
-/* The values of an address (ptrcode.h) into the pointer stream. */
+/* The values of an address (ptrcode.h): its code into the pointer
+ * stream, a second value into a stream of their own. */
 static inline void put_ptr_values(struct mtl_encoder *e, const uint64_t *v, unsigned n)
 {
-    for (unsigned i = 0; i < n; i++)
-        put_var(e, MTL_S_PTR, v[i]);
+    put_var(e, MTL_S_PTR, v[0]);
+    if (n > 1)
+        put_var(e, MTL_S_PTR_MORE, v[1]);
 }
 
 /* TAG: the live block at ptr has type tag from now on (mtl_tag). */

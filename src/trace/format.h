@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 5u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 6u       /* u32 little endian at offset 8 */
 #define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
@@ -29,8 +29,25 @@ enum mtl__stream {
     MTL_S_SIZE = 2,
     MTL_S_STACK = 3,
     MTL_S_PTR = 4,
-    MTL_STREAMS = 5,
+    MTL_S_PTR_MORE = 5, /* version 6 on: an address's second value */
+    MTL_STREAMS = 6,
 };
+
+/* The streams of a block of a given version: from version 6 an
+ * address's second value (a difference, a free number far back) has a
+ * stream of its own, apart from the codes, whose bytes are alike;
+ * before, it followed its code in the pointer stream. */
+#define MTL_FORMAT_PTR_MORE_FIRST 6u
+static inline unsigned mtl__streams_of(uint32_t version)
+{
+    return version >= MTL_FORMAT_PTR_MORE_FIRST ? MTL_STREAMS : MTL_STREAMS - 1;
+}
+
+/* The stream an address's second value is in. */
+static inline enum mtl__stream mtl__ptr_more_stream(uint32_t version)
+{
+    return version >= MTL_FORMAT_PTR_MORE_FIRST ? MTL_S_PTR_MORE : MTL_S_PTR;
+}
 
 /* Up to version 3, pointers are coded against the last MTL_PTR_WINDOW
  * pointers; from version 4 by trace/ptrcode.h's model. */

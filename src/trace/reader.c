@@ -173,7 +173,7 @@ static int next_block(struct mtl_reader *r)
 static int block_used_up(struct mtl_reader *r)
 {
     for (int i = 1; i < MTL_STREAMS; i++) {
-        if (i == MTL_S_PTR && r->no_pointers)
+        if ((i == MTL_S_PTR || i == MTL_S_PTR_MORE) && r->no_pointers)
             continue;
         if (!r->blk->val[i] && !r->blk->counted[i] && mtl__block_stream(r->src, i) < 0)
             return MTL_ENOMEM;
@@ -210,11 +210,14 @@ static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
     return 0;
 }
 
-/* The pointer stream, decoded if the block was read without it. */
+/* The pointer streams, decoded if the block was read without them. */
 static int need_pointers(struct mtl_reader *r)
 {
+    /* pointers wanted after the block was decoded */
     if (!r->blk->val[MTL_S_PTR] && mtl__block_stream(r->src, MTL_S_PTR) < 0)
-        return MTL_ENOMEM; /* pointers wanted after the block was decoded */
+        return MTL_ENOMEM;
+    if (!r->blk->val[MTL_S_PTR_MORE] && mtl__block_stream(r->src, MTL_S_PTR_MORE) < 0)
+        return MTL_ENOMEM;
     return 0;
 }
 
@@ -261,7 +264,7 @@ static int get_ptr(struct mtl_reader *r, enum ptr_of of, uint64_t size, uint64_t
         return 0;
     }
     if (of == PTR_ALLOC ? mtl__pc_alloc_two(v0) : mtl__pc_free_two(v0))
-        GETS(MTL_S_PTR, v1);
+        GETS(mtl__ptr_more_stream(r->info.version), v1);
     rc = of == PTR_ALLOC ? mtl__pc_get_alloc(r->pc, r->cur_thread, size, v0, v1, ptr)
                          : mtl__pc_get_free(r->pc, r->cur_thread, v0, v1, ptr);
     return rc < 0 ? MTL_ECORRUPT : 0;

@@ -468,6 +468,18 @@ static void test_time_runs(void)
     int a, f;
     CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
 
+    /* Version 6 has a sixth stream (an address's second values), here
+     * empty: read as version 5's five, the block is corrupt; with it, the
+     * same events. */
+    write_trace_version(MTL_FORMAT_PTR_MORE_FIRST, &b, NULL);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+    b.empty_more = 1;
+    write_trace_version(MTL_FORMAT_PTR_MORE_FIRST, &b, NULL);
+    CHECK_EQ(read_all(&a, &f), 0);
+    write_trace_version(MTL_FORMAT_TIME_RUNS_FIRST, &b, NULL);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+    b.empty_more = 0;
+
     /* A run past the block's records; a run a record short; an odd token
      * without its number; a run of 2^62: each corrupt, none a crash. */
     const uint64_t long_run[] = { 1, 10, 20 << 1 | 1, 0 };
