@@ -7,6 +7,12 @@
 # (tests/integration/test_*.sh); it passes with exit 0, is skipped with
 # exit 77.
 cd "$(dirname "$0")/.." || exit 1
+# Run by hand after an edit, the test binaries may be older than the
+# sources (make builds the program, not the tests): say so, or the old
+# code is what gets tested.
+if ! make -q tests >/dev/null 2>&1; then
+    echo "tests/run.sh: warning: build/ is older than the sources; 'make tests' rebuilds it ('make check' builds and runs)" >&2
+fi
 export MEMTALLY_ROOT="$PWD"
 export MEMTALLY_BIN="$PWD/build/memtally"
 export TEST_PROGRAMS="$PWD/build/tests/programs"
