@@ -40,11 +40,14 @@
 
 static _Atomic size_t recent_bytes; /* of every thread's, in all */
 
+/* A table's mapping: its counts, padded to a cache line; the stacks; their
+ * keys; each set's next way. */
+#define RECENT_HEAD ((sizeof(struct recent) + 63) & ~(size_t)63)
+
 static size_t size_for(uint32_t sets)
 {
-    size_t head = (sizeof(struct recent) + 63) & ~(size_t)63;
-    return head + (size_t)sets * RECENT_WAYS * (sizeof(struct recent_stack) + sizeof(uint64_t)) +
-           sets;
+    return RECENT_HEAD +
+           (size_t)sets * RECENT_WAYS * (sizeof(struct recent_stack) + sizeof(uint64_t)) + sets;
 }
 
 /* A new, empty table of sets sets, within the budget; NULL if not. */
@@ -60,8 +63,7 @@ static struct recent *recent_new(uint32_t sets)
         atomic_fetch_sub(&recent_bytes, bytes);
         return NULL;
     }
-    size_t head = (sizeof *r + 63) & ~(size_t)63;
-    r->s = (struct recent_stack *)((char *)r + head);
+    r->s = (struct recent_stack *)((char *)r + RECENT_HEAD);
     r->key = (uint64_t *)(r->s + (size_t)sets * RECENT_WAYS);
     r->next = (uint8_t *)(r->key + (size_t)sets * RECENT_WAYS);
     r->sets = sets;
