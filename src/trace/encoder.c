@@ -94,6 +94,34 @@ static inline void put_time_run(struct mtl_encoder *e, uint64_t dt)
     e->time_zeros = 0;
 }
 
+/* zstd's level for the block written now (encoder.h): from the writer's
+ * share of the time since the last block, counting this round so far. */
+static int block_level(const struct mtl_encoder *e)
+{
+    if (e->closing || e->hard_to_pack || !e->r)
+        return MTL_ENC_ZSTD_LEVEL;
+    uint64_t now = mtl_encoder_now(e);
+    if (now <= e->busy_since_ns || now < e->round_started_ns)
+        return MTL_ENC_ZSTD_LEVEL;
+    uint64_t busy = e->busy_ns + (now - e->round_started_ns), span = now - e->busy_since_ns;
+    return 2 * busy < span ? MTL_ENC_ZSTD_LEVEL_IDLE
+           : 4 * busy < 3 * span ? MTL_ENC_ZSTD_LEVEL_SPARE
+                                 : MTL_ENC_ZSTD_LEVEL;
+}
+
+static void set_level(struct mtl_encoder *e, int level)
+{
+    if (level == e->level)
+        return;
+    /* The base level keeps zstd's own tables, as ever; the harder ones
+     * take small ones (encoder.h).  0 is zstd's "by the level". */
+    int table_log = level == MTL_ENC_ZSTD_LEVEL ? 0 : MTL_ENC_ZSTD_TABLE_LOG;
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_hashLog, table_log);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_chainLog, table_log);
+    e->level = level;
+}
+
 void mtl_encoder_flush(struct mtl_encoder *e)
 {
     if (e->total == 0 || e->failed)
@@ -112,11 +140,20 @@ void mtl_encoder_flush(struct mtl_encoder *e)
     e->last_stack = 0; /* a block's stacks are differences from 0 on */
     size_t raw = (size_t)(p - e->raw);
     e->total = 0;
+    set_level(e, block_level(e));
     size_t c = ZSTD_compress2(e->zc, e->out + MTL_BLOCK_HEADER_SIZE,
                               e->out_cap - MTL_BLOCK_HEADER_SIZE, e->raw, raw);
     if (ZSTD_isError(c)) {
         fail(e, ENOMEM);
         return;
+    }
+    /* The next block's level starts from here.  A block that hardly
+     * shrank (random sizes and addresses, as in an allocation storm)
+     * gains under 2% at harder levels: the next one takes the base. */
+    e->hard_to_pack = raw > 4096 && 2 * c > raw;
+    if (e->r) {
+        e->busy_ns = 0;
+        e->busy_since_ns = e->round_started_ns = mtl_encoder_now(e);
     }
     mtl__put_u32le(e->out, MTL_BLOCK_MAGIC);
     mtl__put_u32le(e->out + 4, (uint32_t)c);
@@ -243,6 +280,7 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     if (!e->zc)
         return -ENOMEM;
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, MTL_ENC_ZSTD_LEVEL);
+    e->level = MTL_ENC_ZSTD_LEVEL;
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
     return 0;
 }
@@ -277,6 +315,8 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->failed = e->err = e->ended = 0;
     e->nodes_emitted = 1;
     e->strings_emitted = 0;
+    e->busy_ns = e->busy_since_ns = e->round_started_ns = 0;
+    e->hard_to_pack = e->closing = 0;
 }
 
 int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
@@ -813,11 +853,9 @@ void mtl_encoder_publish_counts(struct mtl_encoder *e)
     atomic_store(&e->r->bytes, e->bytes);
 }
 
-int mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
-                      unsigned trylock_spins, unsigned max_age_ms)
+static int encode_round(struct mtl_encoder *e, int final, uint64_t until,
+                        unsigned trylock_spins, unsigned max_age_ms)
 {
-    if (e->failed || e->ended)
-        return 0;
     int busy = 0;
     uint64_t cutoff = collect(e, trylock_spins, &busy);
     /* The module table's lock, held while the definitions are written: a
@@ -861,10 +899,25 @@ int mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
     return 0;
 }
 
+int mtl_encoder_round(struct mtl_encoder *e, int final, uint64_t until,
+                      unsigned trylock_spins, unsigned max_age_ms)
+{
+    if (e->failed || e->ended)
+        return 0;
+    /* Rounds that write the last events, once the program has ended or
+     * the trace stops, are waited for: their blocks take the base level. */
+    e->closing |= final || until != UINT64_MAX;
+    e->round_started_ns = mtl_encoder_now(e);
+    int skipped = encode_round(e, final, until, trylock_spins, max_age_ms);
+    e->busy_ns += mtl_encoder_now(e) - e->round_started_ns; /* from a flush's, if one came */
+    return skipped;
+}
+
 void mtl_encoder_end(struct mtl_encoder *e, unsigned reason, int detail)
 {
     if (e->ended)
         return;
+    e->closing = 1;
     uint64_t now = mtl_encoder_now(e);
     uint64_t until = atomic_load(&e->r->end_ns);
     if (until && until < now)

@@ -41,11 +41,20 @@
  * round that may not wait is skipped: its holder may be dead. */
 #define MTL_ENC_BUSY_SPINS 20000
 
-/* zstd's level for blocks.  Level 7 made traces 6 to 22% smaller, and
- * recording 3 to 8% slower on 2 cores, where the writer's thread competes
- * with the program's (docs/PERFORMANCE.md, "Recording overhead across the
- * recorder's changes"). */
-#define MTL_ENC_ZSTD_LEVEL 3
+/* zstd's levels for blocks, by how busy the writer is (its rounds' share
+ * of the time since the last block): a writer with time to spare, on a core
+ * the program does not use, compresses harder (docs/PERFORMANCE.md, "Trace
+ * size").  Blocks written once the program has ended (someone waits for
+ * them), data that hardly compresses, and memtally merge take the base
+ * level. */
+#define MTL_ENC_ZSTD_LEVEL 3        /* the base: a writer busy 3/4 of the time */
+#define MTL_ENC_ZSTD_LEVEL_SPARE 7  /* busy from 1/2 to 3/4 of the time */
+#define MTL_ENC_ZSTD_LEVEL_IDLE 12  /* busy less than half of it */
+/* The harder levels' match tables, 2^17 entries each (1 MiB for both):
+ * they fit the writer's core's own cache, where zstd's for these levels
+ * (several MiB) would evict the program's data from the shared one; the
+ * trace grows by less than 0.2% for it. */
+#define MTL_ENC_ZSTD_TABLE_LOG 17
 
 /* What an observer of the encoder is told (struct mtl_encoder's observe):
  * the addresses' model knows the blocks of its window, so an observer that
@@ -75,6 +84,13 @@ struct mtl_encoder {
     uint8_t *out;              /* their compressed form */
     size_t out_cap;
     uint64_t block_started_ns;
+    /* The writer's business since the last block, for its zstd level. */
+    uint64_t busy_since_ns;    /* when the last block was written */
+    uint64_t busy_ns;          /* rounds' time since then, before this one */
+    uint64_t round_started_ns; /* this round's start */
+    int level;                 /* zstd's level as set now */
+    int hard_to_pack;          /* the last block shrank less than half */
+    int closing;               /* the trace is ending: the base level */
     uint32_t *runs;            /* chunks with unwritten events */
     size_t *heap;              /* the merge's, as many as runs */
     size_t nruns;
