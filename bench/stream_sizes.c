@@ -1,5 +1,5 @@
 /* stream_sizes: how many bytes each stream of a trace takes, each
- * compressed on its own per block (at the writer's zstd level), to see
+ * compressed on its own per block (at the writer's base zstd level), to see
  * what a trace's size is made of (docs/PERFORMANCE.md, trace size).
  *   stream_sizes TRACE */
 #include <fcntl.h>
