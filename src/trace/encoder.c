@@ -15,17 +15,25 @@
 #include "common/varint.h"
 #include "trace/ptrcode.h"
 
-/* A block is written at the end of a round once it holds 4 MiB of streams
- * (or has waited long enough), and mid-round past 6 MiB, under the 8 MiB a
- * reader accepts.  zstd finds in 4 MiB what repeats further apart than 1
- * MiB did (a program's rounds, a tree built again): python3's trace 21%
- * smaller than with blocks of 1 MiB, perl's 9%, binary trees' half
- * (docs/PERFORMANCE.md, "Trace size"), for a reader's slots that hold 4
- * times as much. */
-#define MTL_BLOCK_TARGET (4u << 20)
-#define BLOCK_LIMIT (6u << 20) /* written mid-round past this */
-#define STREAM_CAP (BLOCK_LIMIT + (64u << 10)) /* one stream may hold it all */
-_Static_assert(BLOCK_LIMIT + (64u << 10) <= MTL_BLOCK_MAX_RAW, "a block a reader takes");
+/* A block is written at the end of a round once it holds its target of
+ * streams (or has waited long enough), and mid-round past its limit.  A
+ * trace's first LARGE_AFTER bytes go in blocks of 1 MiB, so that a short
+ * trace still comes in blocks enough for a reader to decode them in
+ * parallel (cc1's, 4.7 MB, in 6); then blocks of 4 MiB, in which zstd
+ * finds what repeats further apart (a program's rounds, a tree built
+ * again): python3's trace a fifth smaller, perl's a tenth, binary trees'
+ * half (docs/PERFORMANCE.md, "Trace size"), for a reader that holds 4
+ * times as much in each block it decodes ahead. */
+#define SMALL_TARGET (1u << 20)
+#define SMALL_LIMIT (2u << 20)
+#define LARGE_TARGET (4u << 20)
+#define LARGE_LIMIT (5u << 20)
+#define LARGE_AFTER (8u << 20)
+/* A stream's room: a block is written when one stream fills it. */
+#define STREAM_CAP ((2u << 20) + (64u << 10))
+/* The largest block: events up to the limit, then the definitions of a
+ * round, which may fill the MAIN stream's room.  Readers take 8 MiB. */
+_Static_assert(LARGE_LIMIT + STREAM_CAP + 4096 <= MTL_BLOCK_MAX_RAW, "a block a reader takes");
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
 #define BUSY_SPINS MTL_ENC_BUSY_SPINS
@@ -159,6 +167,11 @@ void mtl_encoder_flush(struct mtl_encoder *e)
      * shrank (random sizes and addresses, as in an allocation storm)
      * gains under 2% at harder levels: the next one takes the base. */
     e->hard_to_pack = raw > 4096 && 2 * c > raw;
+    e->raw_written += raw;
+    if (e->raw_written >= LARGE_AFTER) {
+        e->block_target = LARGE_TARGET;
+        e->block_limit = LARGE_LIMIT;
+    }
     if (e->r) {
         e->busy_ns = 0;
         e->busy_since_ns = e->round_started_ns = mtl_encoder_now(e);
@@ -174,11 +187,11 @@ void mtl_encoder_flush(struct mtl_encoder *e)
 }
 
 /* Makes room for n more bytes in every stream, flushing the block if need
- * be, or once it holds BLOCK_LIMIT bytes: a bound on what a reader that
+ * be, or once it holds its limit of bytes: a bound on what a reader that
  * decodes a few blocks ahead holds, whichever stream is largest. */
 static inline void reserve(struct mtl_encoder *e, size_t n)
 {
-    if (e->total >= BLOCK_LIMIT) {
+    if (e->total >= e->block_limit) {
         mtl_encoder_flush(e);
         return;
     }
@@ -324,6 +337,9 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->strings_emitted = 0;
     e->busy_ns = e->busy_since_ns = e->round_started_ns = 0;
     e->hard_to_pack = e->closing = 0;
+    e->raw_written = 0;
+    e->block_target = SMALL_TARGET;
+    e->block_limit = SMALL_LIMIT;
 }
 
 int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
@@ -897,7 +913,7 @@ static int encode_round(struct mtl_encoder *e, int final, uint64_t until,
     mtl_encoder_publish_counts(e);
     if (final)
         return 0;
-    if (e->total >= MTL_BLOCK_TARGET ||
+    if (e->total >= e->block_target ||
         now - e->block_started_ns >= (uint64_t)max_age_ms * 1000000ull ||
         now < e->block_started_ns) {
         mtl_encoder_flush(e);

@@ -12,7 +12,7 @@
  *   3. merge the chunks by timestamp and encode the events older than the
  *      cutoff as varint records with deltas (time, pointer); younger ones
  *      stay for the next round;
- *   4. when the block holds MTL_BLOCK_TARGET bytes or has waited long
+ *   4. when the block holds its target of bytes or has waited long
  *      enough, compress it into one zstd frame with a checksum and hand it
  *      to the sink, header first: a self-delimiting block.
  *
@@ -84,6 +84,8 @@ struct mtl_encoder {
     uint8_t *out;              /* their compressed form */
     size_t out_cap;
     uint64_t block_started_ns;
+    uint64_t raw_written;      /* streams' bytes in the blocks so far */
+    size_t block_target, block_limit; /* a block's size (encoder.c) */
     /* The writer's business since the last block, for its zstd level. */
     uint64_t busy_since_ns;    /* when the last block was written */
     uint64_t busy_ns;          /* rounds' time since then, before this one */

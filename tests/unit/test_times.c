@@ -10,7 +10,7 @@
 #include "trace/allocs.h"
 #include "encoder_mem.h"
 
-#define EVENTS 6000000 /* several blocks of 6 MiB */
+#define EVENTS 3000000 /* blocks of both sizes (encoder.c) */
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t *when; /* each allocation's time */
