@@ -19,15 +19,16 @@
  * streams (or has waited long enough), and mid-round past its limit.  A
  * trace's first LARGE_AFTER bytes go in blocks of 1 MiB, so that a short
  * trace still comes in blocks enough for a reader to decode them in
- * parallel (cc1's, 4.7 MB, in 6); then blocks of 4 MiB, in which zstd
+ * parallel (cc1's, 4.7 MB, in 6); then blocks of 2 MiB, in which zstd
  * finds what repeats further apart (a program's rounds, a tree built
- * again): python3's trace a fifth smaller, perl's a tenth, binary trees'
- * half (docs/PERFORMANCE.md, "Trace size"), for a reader that holds 4
- * times as much in each block it decodes ahead. */
+ * again): binary trees' trace a third smaller, python3's a tenth
+ * (docs/PERFORMANCE.md, "Trace size").  Not larger: a reader holds each
+ * block it decodes ahead whole, and at 4 MiB cold `report` of binary
+ * trees took more memory than heaptrack_print. */
 #define SMALL_TARGET (1u << 20)
 #define SMALL_LIMIT (2u << 20)
-#define LARGE_TARGET (4u << 20)
-#define LARGE_LIMIT (5u << 20)
+#define LARGE_TARGET (2u << 20)
+#define LARGE_LIMIT (3u << 20)
 #define LARGE_AFTER (8u << 20)
 /* A stream's room: a block is written when one stream fills it. */
 #define STREAM_CAP ((2u << 20) + (64u << 10))
