@@ -175,7 +175,7 @@ static inline void cpu_relax(void)
 #endif
 }
 
-void mtl_spin_lock(atomic_int *l)
+void mtl_spin_lock_wait(atomic_int *l)
 {
     for (unsigned i = 0;; i++) {
         if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
@@ -258,7 +258,7 @@ int mtl_pool_queue_full(struct mtl_region *r, uint32_t id, unsigned spins)
     return n;
 }
 
-struct mtl_cev *mtl_region_room(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
+struct mtl_cev *mtl_region_room_next(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
 {
     for (;;) {
         if (ts->cur) {
