@@ -36,6 +36,11 @@
  * round, which may fill the MAIN stream's room.  Readers take 8 MiB. */
 _Static_assert(LARGE_LIMIT + STREAM_CAP + 4096 <= MTL_BLOCK_MAX_RAW, "a block a reader takes");
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
+
+static inline int large_blocks(const struct mtl_encoder *e)
+{
+    return e->raw_written >= LARGE_AFTER;
+}
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
 #define BUSY_SPINS MTL_ENC_BUSY_SPINS
 
@@ -169,10 +174,6 @@ void mtl_encoder_flush(struct mtl_encoder *e)
      * gains under 2% at harder levels: the next one takes the base. */
     e->hard_to_pack = raw > 4096 && 2 * c > raw;
     e->raw_written += raw;
-    if (e->raw_written >= LARGE_AFTER) {
-        e->block_target = LARGE_TARGET;
-        e->block_limit = LARGE_LIMIT;
-    }
     if (e->r) {
         e->busy_ns = 0;
         e->busy_since_ns = e->round_started_ns = mtl_encoder_now(e);
@@ -192,7 +193,7 @@ void mtl_encoder_flush(struct mtl_encoder *e)
  * decodes a few blocks ahead holds, whichever stream is largest. */
 static inline void reserve(struct mtl_encoder *e, size_t n)
 {
-    if (e->total >= e->block_limit) {
+    if (e->total >= (large_blocks(e) ? LARGE_LIMIT : SMALL_LIMIT)) {
         mtl_encoder_flush(e);
         return;
     }
@@ -339,8 +340,6 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->busy_ns = e->busy_since_ns = e->round_started_ns = 0;
     e->hard_to_pack = e->closing = 0;
     e->raw_written = 0;
-    e->block_target = SMALL_TARGET;
-    e->block_limit = SMALL_LIMIT;
 }
 
 int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
@@ -914,7 +913,7 @@ static int encode_round(struct mtl_encoder *e, int final, uint64_t until,
     mtl_encoder_publish_counts(e);
     if (final)
         return 0;
-    if (e->total >= e->block_target ||
+    if (e->total >= (large_blocks(e) ? LARGE_TARGET : SMALL_TARGET) ||
         now - e->block_started_ns >= (uint64_t)max_age_ms * 1000000ull ||
         now < e->block_started_ns) {
         mtl_encoder_flush(e);

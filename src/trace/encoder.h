@@ -84,8 +84,8 @@ struct mtl_encoder {
     uint8_t *out;              /* their compressed form */
     size_t out_cap;
     uint64_t block_started_ns;
-    uint64_t raw_written;      /* streams' bytes in the blocks so far */
-    size_t block_target, block_limit; /* a block's size (encoder.c) */
+    uint64_t raw_written;      /* streams' bytes in the blocks so far: their
+                                  size (encoder.c, large_blocks) */
     /* The writer's business since the last block, for its zstd level. */
     uint64_t busy_since_ns;    /* when the last block was written */
     uint64_t busy_ns;          /* rounds' time since then, before this one */
