@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 6u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 7u       /* u32 little endian at offset 8 */
 #define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
@@ -59,6 +59,10 @@ static inline enum mtl__stream mtl__ptr_more_stream(uint32_t version)
  * allocation may name its thread's top (docs/FORMAT.md, "Addresses"). */
 #define MTL_FORMAT_TIME_RUNS_FIRST 5u
 #define MTL_FORMAT_TOP_FIRST 5u
+
+/* From version 7 an allocation may name the end of one of the last
+ * allocations (docs/FORMAT.md, "Addresses"). */
+#define MTL_FORMAT_AFTER_FIRST 7u
 
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {

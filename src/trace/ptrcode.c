@@ -60,6 +60,7 @@ struct mtl_ptrcode {
      * the index when the slot is used again (one random probe spared) */
     uint64_t *fgone;
     int tops;            /* version 5 on: allocations may name their lane's top */
+    int afters;          /* version 7 on: ... the end of a recent allocation */
     size_t bytes;        /* of the mapping, which starts with this */
 };
 
@@ -507,6 +508,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
         pc->fgone = (uint64_t *)(b + off[FGONE]);
     }
     pc->tops = version >= MTL_FORMAT_TOP_FIRST;
+    pc->afters = version >= MTL_FORMAT_AFTER_FIRST;
     pc->bytes = bytes;
     return pc;
 }
@@ -542,6 +544,10 @@ void mtl__pc_free(struct mtl_ptrcode *pc)
 #define BACK_NEAR 64 /* frees back coded in k itself */
 #define CODE_FAR (CODE_BACK + BACK_NEAR)
 #define CODE_TOP (CODE_FAR + 1)
+#define CODE_AFTER (CODE_TOP + 1)
+#define AFTERS 20 /* recent allocations whose end k names: up to k = 127 */
+
+_Static_assert(CODE_AFTER + AFTERS - 1 < 128, "the codes but 106's second value are a byte");
 
 /* After an allocation coded k at ptr: the lane's top moves when the block
  * was named by no free (the end, the top, a difference).  A program that
@@ -554,6 +560,25 @@ static inline void moved_top(struct lane *L, uint64_t k, uint64_t ptr, uint64_t 
 {
     if (k == 0 || k == CODE_END || k == CODE_TOP)
         L->top = ptr + chunk_of(size);
+}
+
+/* The end of allocation seq - i (1 <= i <= seq), its address plus its
+ * chunk: where an allocator that splits a free chunk, or carves from more
+ * than one top, puts a block after a recent one that was not the lane's
+ * last (python3's unpredicted allocations are two fifths of these). */
+static uint64_t end_of_recent(const struct mtl_ptrcode *pc, uint64_t i)
+{
+    const struct block *b = &pc->ring[(pc->seq - i) % W];
+    return b->ptr + chunk_of(b->size);
+}
+
+/* Encoder: i such that ptr is end_of_recent(i), 1 <= i <= AFTERS; 0 if none. */
+static uint64_t recent_before(const struct mtl_ptrcode *pc, uint64_t ptr)
+{
+    for (uint64_t i = 1; i <= AFTERS && i <= pc->seq; i++)
+        if (end_of_recent(pc, i) == ptr)
+            return i;
+    return 0;
 }
 
 static int64_t near_offset(uint64_t j)
@@ -624,6 +649,9 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     unsigned bias = popcount64(L->nears) >= 8 ? 2 : 0;
     if (!v[0] && pc->tops && ptr == L->top && !(f && bias))
         v[0] = CODE_TOP;
+    uint64_t i;
+    if (!v[0] && pc->afters && !(f && bias) && (i = recent_before(pc, ptr)))
+        v[0] = CODE_AFTER + i - 1;
     uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
     if (!v[0] && f && mtl__varint_len(pc->frees - f) < mtl__varint_len(d) + bias) {
         v[0] = CODE_FAR;
@@ -631,7 +659,7 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     }
     if (!v[0])
         v[n++] = d;
-    else if (v[0] != CODE_END && v[0] != CODE_TOP)
+    else if (v[0] != CODE_END && v[0] != CODE_TOP && v[0] < CODE_AFTER)
         L->taken = f;
     L->nears = L->nears << 1 | (v[0] >= CODE_NEAR && v[0] < CODE_BACK);
     moved_top(L, v[0], ptr, size);
@@ -653,6 +681,10 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
         if (!L->top)
             return -1;
         *ptr = L->top;
+    } else if (v0 >= CODE_AFTER && v0 < CODE_AFTER + AFTERS && pc->afters) {
+        if (v0 - CODE_AFTER + 1 > pc->seq)
+            return -1;
+        *ptr = end_of_recent(pc, v0 - CODE_AFTER + 1);
     } else {
         if (v0 <= DEPTH) {
             uint32_t key = class_key(lane, class_of(size));

@@ -1,4 +1,4 @@
-/* test_ptrcode: version 4's address coding gives back every address
+/* test_ptrcode: the address coding of versions 4 on gives back every address
  * exactly: the model alone (each prediction and each reference taken,
  * blocks older than the window, an address allocated twice, frees of
  * unknown blocks, several threads), the whole encoder and reader on the
@@ -47,17 +47,24 @@ static void add(enum op op, uint32_t thread, uint64_t size, uint64_t ptr)
     steps[nsteps++] = (struct step){ op, thread, size, ptr, stack };
 }
 
+/* The ends of the last allocations, as a chunk split again gives them. */
+static uint64_t recent_end[8];
+static unsigned nrecent;
+
 static void do_alloc(uint32_t t, uint64_t size)
 {
     unsigned c = (unsigned)((size + 23) / 16) & 63;
     uint64_t p;
     if (nfree[t][c] && rnd() % 8)
         p = freelist[t][c][--nfree[t][c]];
+    else if (rnd() % 32 == 0 && nrecent >= 8)
+        p = recent_end[(nrecent - 1 - rnd() % 8) % 8]; /* freed or live there: both happen */
     else if (rnd() % 16 == 0)
         p = (rnd() & 0xffffffffff0ull) | 0x7f0000000000ull; /* somewhere else */
     else
         p = top, top += (size + 23) & ~15ull;
     add(OP_ALLOC, t, size, p);
+    recent_end[nrecent++ % 8] = p + (size + 23 < 32 ? 32 : (size + 23) & ~15ull);
     live[nlive] = p;
     live_size[nlive++] = size;
 }
@@ -80,6 +87,7 @@ static void make_steps(size_t n)
 {
     steps = calloc(4 * n + 1000, sizeof *steps);
     nsteps = nlive = 0;
+    nrecent = 0;
     /* Blocks that outlive the window, freed at the end. */
     static uint64_t kept[2000];
     for (size_t k = 0; k < 2000; k++) {
@@ -229,6 +237,19 @@ static void corrupt_values(void)
     CHECK(mtl__pc_get_alloc(dec, 0, 16, top_code, 0, &p) == 0 && p == 0x1020);
     CHECK(mtl__pc_get_alloc(old, 0, 16, 0, 0x2000, &p) == 0);
     CHECK(mtl__pc_get_alloc(old, 0, 16, top_code, 0, &p) < 0);
+    /* The codes after the top's name the end of a recent allocation from
+     * version 7: none before the first, the last one's after it, and no
+     * code at all in version 6. */
+    struct mtl_ptrcode *v6 = mtl__pc_new(0, 6), *v7 = mtl__pc_new(0, MTL_FORMAT_VERSION);
+    CHECK(mtl__pc_get_alloc(v7, 0, 16, top_code + 1, 0, &p) < 0);
+    CHECK(mtl__pc_get_alloc(v7, 5, 40, 0, 0x2000, &p) == 0 && p == 0x1000);
+    CHECK(mtl__pc_get_alloc(v7, 6, 16, top_code + 1, 0, &p) == 0 && p == 0x1030);
+    CHECK(mtl__pc_get_alloc(v7, 6, 16, top_code + 2, 0, &p) == 0 && p == 0x1030); /* the first's end again */
+    CHECK(mtl__pc_get_alloc(v7, 6, 16, top_code + 4, 0, &p) < 0); /* three so far */
+    CHECK(mtl__pc_get_alloc(v6, 5, 40, 0, 0x2000, &p) == 0);
+    CHECK(mtl__pc_get_alloc(v6, 6, 16, top_code + 1, 0, &p) < 0);
+    mtl__pc_free(v6);
+    mtl__pc_free(v7);
     mtl__pc_free(old);
     mtl__pc_reset(dec);
     CHECK(mtl__pc_get_free(dec, 0, 1, 0, &p) < 0);  /* newest live: none */
@@ -295,9 +316,12 @@ int main(void)
 {
     make_steps(700000); /* more than the window's 2^19 allocations */
     /* Version 4's coding, then 5's: the lane's top names allocations
-     * that took a second value before. */
-    size_t twos4 = model_round_trip(4), twos5 = model_round_trip(MTL_FORMAT_VERSION);
+     * that took a second value before; then 7's: so does the end of a
+     * recent allocation (here, another thread's carved just before). */
+    size_t twos4 = model_round_trip(4), twos5 = model_round_trip(5);
+    size_t twos7 = model_round_trip(MTL_FORMAT_VERSION);
     CHECK(twos5 < twos4);
+    CHECK(twos7 < twos5);
     far_frees_at_word_ends();
     corrupt_values();
     trace_round_trip();
