@@ -272,7 +272,9 @@ int cmd_merge(int argc, char **argv)
             printf("  run %-3zu %s (%s), from %.3f s", k + 1, in[k].path, in[k].program,
                    (double)in[k].offset_us / 1e6);
         printf(": %llu allocations%s\n", (unsigned long long)in[k].allocations,
-               in[k].truncated ? "; cut short: merged as far as it goes" : "");
+               in[k].damaged     ? "; damaged: merged as far as it reads"
+               : in[k].truncated ? "; cut short: merged as far as it goes"
+                                 : "");
     }
     bad = m.tree ? show_tree_peak(m.out, &st, m.n) : 0;
 out:

@@ -24,6 +24,7 @@ struct input {
     const struct mtl_trace_info *info;
     struct mtl_event ev;     /* the next event, when has_ev */
     int has_ev, done;
+    int damaged;             /* reading stopped at damage, not at its end */
     uint64_t offset_us;      /* its time 0 on the merged clock */
     uint32_t *node_map;      /* input node -> output node + 1 */
     size_t node_cap;
@@ -320,6 +321,8 @@ static int advance(struct merge *m, size_t k)
             put_rss(m, m->last_us);
         }
     }
+    if (rc < 0)
+        in->damaged = 1;
     return rc < 0 ? -1 : 0;
 }
 
@@ -513,6 +516,7 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
             s->pid = m.in[k].info->pid;
             s->offset_us = m.in[k].offset_us;
             s->truncated = m.in[k].info->truncated;
+            s->damaged = m.in[k].damaged;
         }
     }
     release(&m);

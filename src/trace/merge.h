@@ -38,6 +38,7 @@ struct mtl_merge_input_stats {
     uint64_t offset_us;     /* where its time 0 is on the merged clock */
     uint64_t allocations;
     int truncated;          /* it was cut short: merged as far as it goes */
+    int damaged;            /* it is damaged: merged as far as it reads */
 };
 
 struct mtl_merge_stats {

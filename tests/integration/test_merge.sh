@@ -88,4 +88,12 @@ head -c $((size - 40)) b.mtly >cut.mtly
 "$M" merge a.mtly cut.mtly -o c.mtly >out.txt 2>err.txt || fail "merging a cut trace failed: $(cat err.txt)"
 grep -q "cut.mtly.*cut short: merged as far as it goes" out.txt || fail "a cut trace: not said: $(cat out.txt)"
 "$M" info c.mtly >/dev/null || fail "the merge of a cut trace does not read"
+# A trace damaged in its middle: merged up to the damage, and said so.
+record whole.mtly "$TEST_PROGRAMS/damage_source" >/dev/null || fail "recording damage_source failed"
+cp whole.mtly dmg.mtly
+printf 'XXXX' | dd of=dmg.mtly bs=1 seek=$(($(stat -c %s dmg.mtly) / 2)) conv=notrunc 2>/dev/null
+"$M" merge whole.mtly dmg.mtly -o d.mtly >out.txt 2>err.txt || fail "merging a damaged trace failed: $(cat err.txt)"
+grep -q "dmg.mtly.*: [1-9][0-9]* allocations; damaged: merged as far as it reads" out.txt ||
+    fail "a damaged trace: not said: $(cat out.txt)"
+grep -q "whole.mtly.*: 100000 allocations$" out.txt || fail "the whole trace: $(cat out.txt)"
 echo "ok: merge"
