@@ -14,7 +14,7 @@
 #include "trace/format.h"
 
 static const char *const names[MTL_STREAMS] = { "records (main)", "times", "sizes", "stacks",
-                                                "addresses", "addresses' 2nd" };
+                                                "addresses", "addresses' 2nd", "frees' addresses" };
 
 int main(int argc, char **argv)
 {

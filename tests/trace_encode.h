@@ -40,7 +40,7 @@ struct tb_buf {
     uint8_t d[MTL_STREAMS][TB_STREAM_CAP];
     size_t n[MTL_STREAMS];
     int bad_count; /* write a wrong number of streams (damage tests) */
-    int empty_more; /* empty streams after the five (version 6's PTR_MORE) */
+    int empty_more; /* empty streams after the five (version 6's PTR_MORE, 7's PTR_FREE) */
 };
 
 /* A file being written: its block numbers count from 0. */

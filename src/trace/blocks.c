@@ -308,7 +308,7 @@ static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
     s->blk.main_end = s->se[MTL_S_MAIN];
     int sums = b->want_sums;
     for (int i = 1; i < MTL_STREAMS; i++) {
-        if (((i == MTL_S_PTR || i == MTL_S_PTR_MORE) && !b->want_ptr) ||
+        if ((mtl__is_ptr_stream(i) && !b->want_ptr) ||
             (sums && (i == MTL_S_SIZE || i == MTL_S_STACK)))
             continue;
         if (decode_coded(b, s, i) < 0)

@@ -390,9 +390,10 @@ static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
 
 /* The values of an address (ptrcode.h): its code into the pointer
  * stream, a second value into a stream of their own. */
-static inline void put_ptr_values(struct mtl_encoder *e, const uint64_t *v, unsigned n)
+static inline void put_ptr_values(struct mtl_encoder *e, enum mtl__stream code, const uint64_t *v,
+                                  unsigned n)
 {
-    put_var(e, MTL_S_PTR, v[0]);
+    put_var(e, code, v[0]);
     if (n > 1)
         put_var(e, MTL_S_PTR_MORE, v[1]);
 }
@@ -423,7 +424,7 @@ static void put_alloc(struct mtl_encoder *e, uint64_t t_ns, uint64_t size, uint3
     e->last_stack = stack;
     uint64_t v[2];
     struct mtl_pc_news news = { 0 };
-    put_ptr_values(e, v, mtl__pc_put_alloc(e->pc, e->cur_thread, size, ptr, gc, v, &news));
+    put_ptr_values(e, MTL_S_PTR, v, mtl__pc_put_alloc(e->pc, e->cur_thread, size, ptr, gc, v, &news));
     if (e->observe) {
         if (news.gone)
             e->observe(e->observe_ctx, MTL_SEEN_GONE, ptr, news.gone_size);
@@ -448,7 +449,7 @@ static void put_free(struct mtl_encoder *e, uint64_t t_ns, uint64_t ptr, int gc)
     uint64_t v[2];
     struct mtl_pc_news news = { 0 };
     unsigned n = mtl__pc_put_free(e->pc, e->cur_thread, ptr, v, &news);
-    put_ptr_values(e, v, n);
+    put_ptr_values(e, MTL_S_PTR_FREE, v, n);
     if (e->observe && news.gone)
         e->observe(e->observe_ctx, MTL_SEEN_GONE, ptr, news.gone_size);
     else if (e->observe && n == 2 && !gc)

@@ -30,7 +30,8 @@ enum mtl__stream {
     MTL_S_STACK = 3,
     MTL_S_PTR = 4,
     MTL_S_PTR_MORE = 5, /* version 6 on: an address's second value */
-    MTL_STREAMS = 6,
+    MTL_S_PTR_FREE = 6, /* version 7 on: a FREE's address code */
+    MTL_STREAMS = 7,
 };
 
 /* The streams of a block of a given version: from version 6 an
@@ -38,9 +39,26 @@ enum mtl__stream {
  * stream of its own, apart from the codes, whose bytes are alike;
  * before, it followed its code in the pointer stream. */
 #define MTL_FORMAT_PTR_MORE_FIRST 6u
+#define MTL_FORMAT_PTR_FREE_FIRST 7u
 static inline unsigned mtl__streams_of(uint32_t version)
 {
-    return version >= MTL_FORMAT_PTR_MORE_FIRST ? MTL_STREAMS : MTL_STREAMS - 1;
+    return version >= MTL_FORMAT_PTR_FREE_FIRST   ? MTL_STREAMS
+           : version >= MTL_FORMAT_PTR_MORE_FIRST ? MTL_STREAMS - 1
+                                                  : MTL_STREAMS - 2;
+}
+
+/* The stream a FREE's address code is in: from version 7 one of its own,
+ * apart from the allocations' codes, as the two are alike only within
+ * their kind. */
+static inline enum mtl__stream mtl__ptr_free_stream(uint32_t version)
+{
+    return version >= MTL_FORMAT_PTR_FREE_FIRST ? MTL_S_PTR_FREE : MTL_S_PTR;
+}
+
+/* Whether a stream holds addresses (skipped by readers that want none). */
+static inline int mtl__is_ptr_stream(int stream)
+{
+    return stream == MTL_S_PTR || stream == MTL_S_PTR_MORE || stream == MTL_S_PTR_FREE;
 }
 
 /* The stream an address's second value is in. */

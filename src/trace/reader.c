@@ -173,7 +173,7 @@ static int next_block(struct mtl_reader *r)
 static int block_used_up(struct mtl_reader *r)
 {
     for (int i = 1; i < MTL_STREAMS; i++) {
-        if ((i == MTL_S_PTR || i == MTL_S_PTR_MORE) && r->no_pointers)
+        if (mtl__is_ptr_stream(i) && r->no_pointers)
             continue;
         if (!r->blk->val[i] && !r->blk->counted[i] && mtl__block_stream(r->src, i) < 0)
             return MTL_ENOMEM;
@@ -218,6 +218,8 @@ static int need_pointers(struct mtl_reader *r)
         return MTL_ENOMEM;
     if (!r->blk->val[MTL_S_PTR_MORE] && mtl__block_stream(r->src, MTL_S_PTR_MORE) < 0)
         return MTL_ENOMEM;
+    if (!r->blk->val[MTL_S_PTR_FREE] && mtl__block_stream(r->src, MTL_S_PTR_FREE) < 0)
+        return MTL_ENOMEM;
     return 0;
 }
 
@@ -258,7 +260,7 @@ static int get_ptr(struct mtl_reader *r, enum ptr_of of, uint64_t size, uint64_t
         return get_window_ptr(r, ptr);
     if (!r->pc && !(r->pc = mtl__pc_new(0, r->info.version)))
         return MTL_ENOMEM;
-    GETS(MTL_S_PTR, v0);
+    GETS(of == PTR_FREE ? mtl__ptr_free_stream(r->info.version) : MTL_S_PTR, v0);
     if (of == PTR_TAG) {
         *ptr = mtl__pc_get_tag(r->pc, v0);
         return 0;

@@ -478,6 +478,14 @@ static void test_time_runs(void)
     CHECK_EQ(read_all(&a, &f), 0);
     write_trace_version(MTL_FORMAT_TIME_RUNS_FIRST, &b, NULL);
     CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+    /* Version 7 has a seventh (the frees' address codes). */
+    write_trace_version(MTL_FORMAT_PTR_FREE_FIRST, &b, NULL);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
+    b.empty_more = 2;
+    write_trace_version(MTL_FORMAT_PTR_FREE_FIRST, &b, NULL);
+    CHECK_EQ(read_all(&a, &f), 0);
+    write_trace_version(MTL_FORMAT_PTR_MORE_FIRST, &b, NULL);
+    CHECK_EQ(read_all(&a, &f), MTL_ECORRUPT);
     b.empty_more = 0;
 
     /* A run past the block's records; a run a record short; an odd token
