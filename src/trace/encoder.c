@@ -36,6 +36,7 @@
  * round, which may fill the MAIN stream's room.  Readers take 8 MiB. */
 _Static_assert(LARGE_LIMIT + STREAM_CAP + 4096 <= MTL_BLOCK_MAX_RAW, "a block a reader takes");
 #define RAW_CAP (MTL_STREAMS * STREAM_CAP + 64)
+_Static_assert((1u << MTL_ENC_ZSTD_WINDOW_LOG) >= MTL_BLOCK_MAX_RAW, "the window covers a block");
 
 static inline int large_blocks(const struct mtl_encoder *e)
 {
@@ -304,6 +305,8 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, MTL_ENC_ZSTD_LEVEL);
     e->level = MTL_ENC_ZSTD_LEVEL;
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_windowLog, MTL_ENC_ZSTD_WINDOW_LOG);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_enableLongDistanceMatching, 1);
     return 0;
 }
 

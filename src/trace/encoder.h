@@ -55,6 +55,14 @@
  * (several MiB) would evict the program's data from the shared one; the
  * trace grows by less than 0.2% for it. */
 #define MTL_ENC_ZSTD_TABLE_LOG 17
+/* Every level also looks for long repeats across the whole block (zstd's
+ * long distance matching, whose window must then cover a block): a
+ * program's loop writes the same run of record types, sizes and stacks
+ * again further apart than the levels' own match finders reach.  At level
+ * 3 perl's trace is 20% smaller for it, sqlite3's 16%, cc1's 14%,
+ * python3's 10%; at 12, 2 to 8% on those, 1 to 2% larger on binary trees
+ * and sqlite3 (docs/PERFORMANCE.md, "Trace size"). */
+#define MTL_ENC_ZSTD_WINDOW_LOG 23
 
 /* What an observer of the encoder is told (struct mtl_encoder's observe):
  * the addresses' model knows the blocks of its window, so an observer that
