@@ -66,6 +66,17 @@ struct mtl_blocks {
     uint64_t pos, number;
     int ended;             /* the end or an error was claimed */
 
+    /* From version 7 a block is compressed with the payload of the one
+     * before as its prefix (docs/FORMAT.md, "Blocks"): blocks decompress
+     * one after the other (the rest of decoding still runs in parallel),
+     * each leaving its payload here for the next.  Under mu once workers
+     * run. */
+    uint64_t unpacked;     /* the number of the block whose turn it is */
+    uint8_t *prefix;       /* the payload of block unpacked - 1 */
+    size_t prefix_len, prefix_cap;
+    int prefix_ok;         /* that block decompressed: prefix holds it */
+    pthread_cond_t turn;
+
     unsigned nworkers;
     pthread_t *threads;
     unsigned started;      /* workers running */
@@ -251,41 +262,114 @@ static void make_sums(const struct mtl_blocks *b, struct slot *s, struct decoder
     s->sums_made = 1;
 }
 
-/* Reads, decompresses and decodes the block claimed into s. */
-static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
+/* The compressed frame of the block claimed into s, in c: 1, or 0 when s
+ * is finished (cut short, or an error). */
+static int read_frame(struct mtl_blocks *b, struct slot *s, struct decoder *d, const uint8_t **c)
 {
-    const uint8_t *c;
+    if (!d->dctx)
+        return finish(s, MTL_ENOMEM, 0), 0;
     uint64_t at = s->blk.start + MTL_BLOCK_HEADER_SIZE;
     if (b->mem) {
         if (at > b->mem_size || s->csize > b->mem_size - at)
-            return finish(s, 0, 1);
-        c = b->mem + at;
-    } else {
-        if (s->csize > d->cbuf_cap) {
-            uint8_t *p = realloc(d->cbuf, s->csize);
-            if (!p)
-                return finish(s, MTL_ENOMEM, 0);
-            d->cbuf = p;
-            d->cbuf_cap = s->csize;
-        }
-        ssize_t n = read_at(b, at, d->cbuf, s->csize);
-        if (n < 0)
-            return finish(s, from_errno(errno), 0);
-        if ((size_t)n < s->csize)
-            return finish(s, 0, 1);
-        c = d->cbuf;
+            return finish(s, 0, 1), 0;
+        *c = b->mem + at;
+        return 1;
     }
+    if (s->csize > d->cbuf_cap) {
+        uint8_t *p = realloc(d->cbuf, s->csize);
+        if (!p)
+            return finish(s, MTL_ENOMEM, 0), 0;
+        d->cbuf = p;
+        d->cbuf_cap = s->csize;
+    }
+    ssize_t n = read_at(b, at, d->cbuf, s->csize);
+    if (n < 0)
+        return finish(s, from_errno(errno), 0), 0;
+    if ((size_t)n < s->csize)
+        return finish(s, 0, 1), 0;
+    *c = d->cbuf;
+    return 1;
+}
+
+/* Decompresses frame c into s's payload, with the prefix of the block
+ * before when the version has one; keeps the payload as the next one's.
+ * 1, or 0 when s is finished with an error. */
+static int unpack(struct mtl_blocks *b, struct slot *s, struct decoder *d, const uint8_t *c)
+{
     if (s->rsize > s->raw_cap || !s->raw) {
         size_t cap = s->rsize ? s->rsize : 1;
         uint8_t *p = realloc(s->raw, cap);
         if (!p)
-            return finish(s, MTL_ENOMEM, 0);
+            return finish(s, MTL_ENOMEM, 0), 0;
         s->raw = p;
         s->raw_cap = cap;
     }
+    int chained = b->version >= MTL_FORMAT_PREFIX_FIRST;
+    if (chained && s->blk.number > 0) {
+        if (!b->prefix_ok) /* the block before could not be read: nor can this one */
+            return finish(s, MTL_ECORRUPT, 0), 0;
+        ZSTD_DCtx_refPrefix(d->dctx, b->prefix, b->prefix_len);
+    }
+    b->prefix_ok = 0;
     size_t got = ZSTD_decompressDCtx(d->dctx, s->raw, s->rsize, c, s->csize);
     if (ZSTD_isError(got) || got != s->rsize)
-        return finish(s, MTL_ECORRUPT, 0);
+        return finish(s, MTL_ECORRUPT, 0), 0;
+    if (chained) {
+        if (s->rsize > b->prefix_cap) {
+            uint8_t *p = realloc(b->prefix, s->rsize);
+            if (!p)
+                return finish(s, MTL_ENOMEM, 0), 0;
+            b->prefix = p;
+            b->prefix_cap = s->rsize;
+        }
+        memcpy(b->prefix, s->raw, s->rsize);
+        b->prefix_len = s->rsize;
+        b->prefix_ok = 1;
+    }
+    return 1;
+}
+
+/* Reads and decompresses the block claimed into s, in its turn: after the
+ * block before it, whose payload may be its prefix.  Workers read frames
+ * in parallel and wait here for their turn to decompress; one that cannot
+ * read its block still passes the turn on (the blocks after it then fail,
+ * and the reader stops at it anyway).  Read alone, a block cut short
+ * keeps the turn and the prefix, to be read again once whole
+ * (mtl__blocks_rewind).  1, or 0 when s is finished. */
+static int read_in_turn(struct mtl_blocks *b, struct slot *s, struct decoder *d)
+{
+    const uint8_t *c = NULL;
+    int ok = read_frame(b, s, d, &c);
+    if (!b->nworkers) { /* read alone (workers that could not start too) */
+        if (b->unpacked != s->blk.number)
+            b->prefix_ok = 0; /* read from elsewhere: no prefix is known */
+        if (!ok)
+            return 0;
+        b->unpacked = s->blk.number + 1;
+        return unpack(b, s, d, c);
+    }
+    pthread_mutex_lock(&b->mu);
+    while (b->unpacked != s->blk.number && !b->stop)
+        pthread_cond_wait(&b->turn, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    if (b->unpacked != s->blk.number)
+        return finish(s, MTL_ECORRUPT, 0), 0; /* closing */
+    if (ok)
+        ok = unpack(b, s, d, c);
+    else
+        b->prefix_ok = 0;
+    pthread_mutex_lock(&b->mu);
+    b->unpacked = s->blk.number + 1;
+    pthread_cond_broadcast(&b->turn);
+    pthread_mutex_unlock(&b->mu);
+    return ok;
+}
+
+/* Reads, decompresses and decodes the block claimed into s. */
+static void decode(struct mtl_blocks *b, struct slot *s, struct decoder *d)
+{
+    if (!read_in_turn(b, s, d))
+        return;
     /* The stream table: their number, their lengths, then the streams. */
     const uint8_t *p = s->raw, *end = s->raw + s->rsize;
     /* A version's streams; those it does not have are empty. */
@@ -334,12 +418,8 @@ static void *worker(void *arg)
         claim(b, s);
         s->state = BUSY;
         pthread_mutex_unlock(&b->mu);
-        if (s->blk.status == 1) {
-            if (d.dctx)
-                decode(b, s, &d);
-            else
-                finish(s, MTL_ENOMEM, 0);
-        }
+        if (s->blk.status == 1)
+            decode(b, s, &d); /* in turn, even without a dctx */
         pthread_mutex_lock(&b->mu);
         s->state = READY;
         pthread_cond_broadcast(&b->done);
@@ -362,7 +442,7 @@ int mtl__blocks_open(struct mtl_blocks **out, int fd, const uint8_t *mem, size_t
     b->mem_size = mem_size;
     b->want_ptr = 1;
     b->pos = pos;
-    b->number = b->next_out = number;
+    b->number = b->next_out = b->unpacked = number;
     b->nslots = 1;
     b->slots = calloc(1, sizeof *b->slots);
     b->own.dctx = ZSTD_createDCtx();
@@ -436,6 +516,12 @@ static void start(struct mtl_blocks *b)
         pthread_mutex_destroy(&b->mu);
         goto alone;
     }
+    if (pthread_cond_init(&b->turn, NULL) != 0) {
+        pthread_cond_destroy(&b->done);
+        pthread_cond_destroy(&b->work);
+        pthread_mutex_destroy(&b->mu);
+        goto alone;
+    }
     if (!(b->threads = calloc(b->nworkers, sizeof *b->threads)))
         goto none;
     for (unsigned i = 0; i < b->nworkers; i++) {
@@ -446,6 +532,7 @@ static void start(struct mtl_blocks *b)
     if (b->started)
         return;
 none:
+    pthread_cond_destroy(&b->turn);
     pthread_cond_destroy(&b->done);
     pthread_cond_destroy(&b->work);
     pthread_mutex_destroy(&b->mu);
@@ -521,15 +608,18 @@ void mtl__blocks_close(struct mtl_blocks *b)
         pthread_mutex_lock(&b->mu);
         b->stop = 1;
         pthread_cond_broadcast(&b->work);
+        pthread_cond_broadcast(&b->turn);
         pthread_mutex_unlock(&b->mu);
         for (unsigned i = 0; i < b->started; i++)
             pthread_join(b->threads[i], NULL);
+        pthread_cond_destroy(&b->turn);
         pthread_cond_destroy(&b->done);
         pthread_cond_destroy(&b->work);
         pthread_mutex_destroy(&b->mu);
     }
     free(b->threads);
     free_slots(b);
+    free(b->prefix);
     ZSTD_freeDCtx(b->own.dctx);
     free(b->own.cbuf);
     mtl__sums_scratch_release(&b->own.sums);

@@ -164,12 +164,19 @@ void mtl_encoder_flush(struct mtl_encoder *e)
     size_t raw = (size_t)(p - e->raw);
     e->total = 0;
     set_level(e, block_level(e));
+    if (e->prefix_len)
+        ZSTD_CCtx_refPrefix(e->zc, e->prefix, e->prefix_len);
     size_t c = ZSTD_compress2(e->zc, e->out + MTL_BLOCK_HEADER_SIZE,
                               e->out_cap - MTL_BLOCK_HEADER_SIZE, e->raw, raw);
     if (ZSTD_isError(c)) {
         fail(e, ENOMEM);
         return;
     }
+    /* This block is the next one's prefix: the buffers change places. */
+    uint8_t *t = e->prefix;
+    e->prefix = e->raw;
+    e->raw = t;
+    e->prefix_len = raw;
     /* The next block's level starts from here.  A block that hardly
      * shrank (random sizes and addresses, as in an allocation storm)
      * gains under 2% at harder levels: the next one takes the base. */
@@ -291,11 +298,12 @@ int mtl_encoder_setup(struct mtl_encoder *e)
         if (!e->stream[i] && !(e->stream[i] = pages(STREAM_CAP)))
             return -ENOMEM;
     e->raw = pages(RAW_CAP);
+    e->prefix = pages(RAW_CAP);
     e->out_cap = ZSTD_compressBound(RAW_CAP) + MTL_BLOCK_HEADER_SIZE;
     e->out = pages(e->out_cap);
     e->runs = pages(MAX_RUNS * sizeof *e->runs);
     e->heap = pages(MAX_RUNS * sizeof *e->heap);
-    if (!e->raw || !e->out || !e->runs || !e->heap)
+    if (!e->raw || !e->prefix || !e->out || !e->runs || !e->heap)
         return -ENOMEM;
     if (!e->pc && !(e->pc = mtl__pc_new(1, MTL_FORMAT_VERSION)))
         return -ENOMEM;
@@ -330,6 +338,7 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     memset(e->used, 0, sizeof e->used);
     e->total = 0;
     e->block_seq = 0;
+    e->prefix_len = 0;
     mtl__pc_reset(e->pc);
     e->last_us = 0;
     e->time_zeros = 0;
@@ -1035,6 +1044,8 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
     /* ...and an END block of its own, written to the copy only: the
      * decoder state of the original goes on as if it never was. */
     uint64_t last_us = e->last_us, block_seq = e->block_seq;
+    uint8_t *prefix = e->prefix, *raw = e->raw;
+    size_t prefix_len = e->prefix_len;
     int failed = e->failed, err = e->err;
     mtl_sink_fn sink = e->sink;
     void *ctx = e->sink_ctx;
@@ -1050,6 +1061,9 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
     e->sink_ctx = ctx;
     e->last_us = last_us;
     e->block_seq = block_seq;
+    e->prefix = prefix; /* the original's next block refers to its last */
+    e->raw = raw;
+    e->prefix_len = prefix_len;
     int rc = e->failed ? -(e->err ? e->err : EIO) : 0;
     e->failed = failed; /* the copy's error is not the trace's */
     e->err = err;

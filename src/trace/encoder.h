@@ -89,6 +89,9 @@ struct mtl_encoder {
     size_t used[MTL_STREAMS];
     size_t total;              /* bytes in all streams */
     uint8_t *raw;              /* the streams put together */
+    uint8_t *prefix;           /* the last block's, which the next one may
+                                  refer to (docs/FORMAT.md, "Blocks") */
+    size_t prefix_len;         /* 0: none, as before a file's first block */
     uint8_t *out;              /* their compressed form */
     size_t out_cap;
     uint64_t block_started_ns;

@@ -82,6 +82,10 @@ static inline enum mtl__stream mtl__ptr_more_stream(uint32_t version)
  * allocations (docs/FORMAT.md, "Addresses"). */
 #define MTL_FORMAT_AFTER_FIRST 7u
 
+/* From version 7 a block's zstd frame is compressed with the payload of
+ * the block before it as its prefix (docs/FORMAT.md, "Blocks"). */
+#define MTL_FORMAT_PREFIX_FIRST 7u
+
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {
     MTL_REC_HEADER = 0x01,        /* first record of the first block */

@@ -76,16 +76,22 @@ static struct buf load(const char *path)
 static struct buf unpack(struct buf file, const char *name)
 {
     struct buf out = {NULL, 0};
-    size_t off = MTL_FILE_HEADER_SIZE;
-    void *raw = malloc(MTL_BLOCK_MAX_RAW);
-    if (!raw)
+    size_t off = MTL_FILE_HEADER_SIZE, prev_len = 0;
+    /* From version 7 each block's prefix is the payload of the one before. */
+    int chained = file.n >= MTL_FILE_HEADER_SIZE &&
+                  mtl__get_u32le(file.p + 8) >= MTL_FORMAT_PREFIX_FIRST;
+    uint8_t *raw = malloc(MTL_BLOCK_MAX_RAW), *prev = malloc(MTL_BLOCK_MAX_RAW);
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    if (!raw || !prev || !dctx)
         abort();
     while (off + MTL_BLOCK_HEADER_SIZE <= file.n) {
         uint32_t csize = mtl__get_u32le(file.p + off + 4);
         if (off + MTL_BLOCK_HEADER_SIZE + csize > file.n)
             break;
-        size_t got = ZSTD_decompress(raw, MTL_BLOCK_MAX_RAW,
-                                     file.p + off + MTL_BLOCK_HEADER_SIZE, csize);
+        if (chained && prev_len)
+            ZSTD_DCtx_refPrefix(dctx, prev, prev_len);
+        size_t got = ZSTD_decompressDCtx(dctx, raw, MTL_BLOCK_MAX_RAW,
+                                         file.p + off + MTL_BLOCK_HEADER_SIZE, csize);
         if (ZSTD_isError(got)) {
             fprintf(stderr, "replay: %s: block at %zu does not decompress\n", name, off);
             exit(2);
@@ -93,8 +99,12 @@ static struct buf unpack(struct buf file, const char *name)
         if (out.n)
             fuzz_append(&out.p, &out.n, FUZZ_SEPARATOR, 4);
         fuzz_append(&out.p, &out.n, raw, got);
+        memcpy(prev, raw, got);
+        prev_len = got;
         off += MTL_BLOCK_HEADER_SIZE + csize;
     }
+    ZSTD_freeDCtx(dctx);
+    free(prev);
     free(raw);
     if (!out.n) {
         fprintf(stderr, "replay: %s: no whole block\n", name);
