@@ -67,7 +67,7 @@ struct mtl_blocks {
     int ended;             /* the end or an error was claimed */
 
     /* From version 7 a block is compressed with the payload of the one
-     * before as its prefix (docs/FORMAT.md, "Blocks"): blocks decompress
+     * before as its prefix (docs/FORMAT.md, "Block"): blocks decompress
      * one after the other (the rest of decoding still runs in parallel),
      * each leaving its payload here for the next.  Under mu once workers
      * run. */

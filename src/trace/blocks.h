@@ -2,10 +2,12 @@
  * blocks.h: a trace's blocks as the reader takes them (docs/FORMAT.md):
  * each header checked, its zstd frame decompressed, its streams split, and
  * every stream but MAIN decoded from varints to numbers.  That is most of
- * the work of reading a trace and none of it depends on the blocks
- * before, so it can run on worker threads ahead of the reader, which then
- * only walks the records in order (the state carried from block to block:
- * time, pointer window, thread, definitions, is the reader's).
+ * the work of reading a trace, and only decompressing depends on the block
+ * before (version 7 on: its payload is the prefix of the next frame), so
+ * it can run on worker threads ahead of the reader, which decompress in
+ * turn and decode in parallel; the reader then only walks the records in
+ * order (the state carried from block to block: time, pointer window,
+ * thread, definitions, is the reader's).
  */
 #ifndef MTL_TRACE_BLOCKS_H
 #define MTL_TRACE_BLOCKS_H

@@ -164,7 +164,10 @@ void mtl_encoder_flush(struct mtl_encoder *e)
     size_t raw = (size_t)(p - e->raw);
     e->total = 0;
     set_level(e, block_level(e));
-    if (e->prefix_len)
+    /* The block before as a prefix, unless it hardly shrank: random data
+     * (the storm's) has nothing to repeat, and hashing the prefix would
+     * halve zstd's speed for it.  A frame need not refer to its prefix. */
+    if (e->prefix_len && !e->hard_to_pack)
         ZSTD_CCtx_refPrefix(e->zc, e->prefix, e->prefix_len);
     size_t c = ZSTD_compress2(e->zc, e->out + MTL_BLOCK_HEADER_SIZE,
                               e->out_cap - MTL_BLOCK_HEADER_SIZE, e->raw, raw);

@@ -90,7 +90,7 @@ struct mtl_encoder {
     size_t total;              /* bytes in all streams */
     uint8_t *raw;              /* the streams put together */
     uint8_t *prefix;           /* the last block's, which the next one may
-                                  refer to (docs/FORMAT.md, "Blocks") */
+                                  refer to (docs/FORMAT.md, "Block") */
     size_t prefix_len;         /* 0: none, as before a file's first block */
     uint8_t *out;              /* their compressed form */
     size_t out_cap;

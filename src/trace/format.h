@@ -83,7 +83,7 @@ static inline enum mtl__stream mtl__ptr_more_stream(uint32_t version)
 #define MTL_FORMAT_AFTER_FIRST 7u
 
 /* From version 7 a block's zstd frame is compressed with the payload of
- * the block before it as its prefix (docs/FORMAT.md, "Blocks"). */
+ * the block before it as its prefix (docs/FORMAT.md, "Block"). */
 #define MTL_FORMAT_PREFIX_FIRST 7u
 
 /* Record types inside a block's payload (one byte each, then fields). */
