@@ -46,6 +46,8 @@ struct mtl_ptrcode {
     uint64_t *gc;        /* encoder: a bit per ring slot: a collector's block */
     uint64_t frees;      /* frees so far: the last one's number (from 1) */
     uint64_t *fring;     /* the address of free number f at f % FR */
+    uint32_t *fkey;      /* version 8 on: the list free number f went to
+                            at f % FR (its class_key), or 0 */
     uint32_t *fen;       /* a Fenwick tree of the live bits per word, from 1 */
     /* A change to one word's count not yet in the tree: allocations fill
      * the ring's words in turn, so the tree takes a word's 64 changes in
@@ -61,6 +63,7 @@ struct mtl_ptrcode {
     uint64_t *fgone;
     int tops;            /* version 5 on: allocations may name their lane's top */
     int afters;          /* version 7 on: ... the end of a recent allocation */
+    int unlists;         /* version 8 on: a free taken leaves its list */
     size_t bytes;        /* of the mapping, which starts with this */
 };
 
@@ -409,7 +412,23 @@ static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
 {
     uint64_t f = ++pc->frees;
     pc->fring[f % FR] = ptr;
+    pc->fkey[f % FR] = 0;
     return f;
+}
+
+/* Version 8 on: free number f, taken by an allocation, leaves the list it
+ * went to, if still there.  Before, a block taken by any code but the
+ * list's stayed in it, and where a program takes a burst of frees in
+ * order (perl), those taken pushed the free ones past the list's depth. */
+static void unlist(struct mtl_ptrcode *pc, uint64_t f)
+{
+    uint32_t key = pc->fkey[f % FR];
+    if (!pc->unlists || !key)
+        return;
+    struct class_list *cl = class_list(pc, key);
+    unsigned i;
+    if (cl->key == key && (i = class_find(cl, f)) < DEPTH)
+        class_take(cl, i);
 }
 
 static uint32_t lane_of(uint32_t thread)
@@ -468,20 +487,23 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
     uint64_t ptr = pc->ring[slot].ptr;
     set_live(pc, slot, 0);
     L->prev_free = n + 1;
-    class_push(pc, class_key(lane, class_of(pc->ring[slot].size)), free_numbered(pc, ptr));
+    uint32_t key = class_key(lane, class_of(pc->ring[slot].size));
+    uint64_t f = free_numbered(pc, ptr);
+    pc->fkey[f % FR] = key;
+    class_push(pc, key, f);
 }
 
 /* --- public ------------------------------------------------------------ */
 
 struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
 {
-    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, INDEX, GC, FGONE, PARTS };
+    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, FKEY, INDEX, GC, FGONE, PARTS };
     const size_t sizes[PARTS] = {
         [RING] = W * sizeof(struct block),
         [LIVE] = WORDS * sizeof(uint64_t), [FEN] = (WORDS + 1) * sizeof(uint32_t),
         [LANES] = MTL_PC_LANES * sizeof(struct lane),
         [CLASSES] = ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
-        [FRING] = FR * sizeof(uint64_t),
+        [FRING] = FR * sizeof(uint64_t), [FKEY] = FR * sizeof(uint32_t),
         [INDEX] = encoder ? INDEX_SLOTS * sizeof(uint32_t) : 0,
         [GC] = encoder ? WORDS * sizeof(uint64_t) : 0,
         [FGONE] = encoder ? FR / 64 * sizeof(uint64_t) : 0 };
@@ -502,6 +524,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
     pc->lanes = (struct lane *)(b + off[LANES]);
     pc->classes = (struct class_list *)(b + off[CLASSES]);
     pc->fring = (uint64_t *)(b + off[FRING]);
+    pc->fkey = (uint32_t *)(b + off[FKEY]);
     if (encoder) {
         pc->index = (uint32_t *)(b + off[INDEX]);
         pc->gc = (uint64_t *)(b + off[GC]);
@@ -509,6 +532,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
     }
     pc->tops = version >= MTL_FORMAT_TOP_FIRST;
     pc->afters = version >= MTL_FORMAT_AFTER_FIRST;
+    pc->unlists = version >= MTL_FORMAT_UNLIST_FIRST;
     pc->bytes = bytes;
     return pc;
 }
@@ -661,6 +685,8 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
         v[n++] = d;
     else if (v[0] != CODE_END && v[0] != CODE_TOP && v[0] < CODE_AFTER)
         L->taken = f;
+    if (v[0] > DEPTH && v[0] != CODE_END && v[0] < CODE_TOP)
+        unlist(pc, f); /* named by number: near, back or far */
     L->nears = L->nears << 1 | (v[0] >= CODE_NEAR && v[0] < CODE_BACK);
     moved_top(L, v[0], ptr, size);
     allocated(pc, L, size, ptr, gc);
@@ -704,6 +730,8 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
             return -1;
         *ptr = pc->fring[f % FR];
         L->taken = f;
+        if (v0 > DEPTH)
+            unlist(pc, f);
     }
     moved_top(L, v0, *ptr, size);
     allocated(pc, L, size, *ptr, 0);

@@ -319,9 +319,12 @@ int main(void)
      * that took a second value before; then 7's: so does the end of a
      * recent allocation (here, another thread's carved just before). */
     size_t twos4 = model_round_trip(4), twos5 = model_round_trip(5);
-    size_t twos7 = model_round_trip(MTL_FORMAT_VERSION);
+    size_t twos7 = model_round_trip(7), twos8 = model_round_trip(MTL_FORMAT_VERSION);
     CHECK(twos5 < twos4);
     CHECK(twos7 < twos5);
+    CHECK(twos8 < twos7); /* 8: frees named by number leave their lists */
+    printf("allocations with a second value: %zu, %zu, %zu, %zu (versions 4, 5, 7, 8)\n", twos4,
+           twos5, twos7, twos8);
     far_frees_at_word_ends();
     corrupt_values();
     trace_round_trip();
