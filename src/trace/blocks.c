@@ -351,8 +351,9 @@ static int read_in_turn(struct mtl_blocks *b, struct slot *s, struct decoder *d)
     pthread_mutex_lock(&b->mu);
     while (b->unpacked != s->blk.number && !b->stop)
         pthread_cond_wait(&b->turn, &b->mu);
+    int turn = b->unpacked == s->blk.number;
     pthread_mutex_unlock(&b->mu);
-    if (b->unpacked != s->blk.number)
+    if (!turn)
         return finish(s, MTL_ECORRUPT, 0), 0; /* closing */
     if (ok)
         ok = unpack(b, s, d, c);

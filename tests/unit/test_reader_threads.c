@@ -8,17 +8,22 @@
  * blocks before their use; then read whole, cut at and around every
  * block boundary, and with a byte damaged in a middle block, with 0, 1, 2
  * and 5 workers, from a file and from memory.  Every event, the final
- * code and the truncated and complete flags must agree.
+ * code and the truncated and complete flags must agree.  The same again
+ * on a trace of this version written by the recorder's encoder, whose
+ * blocks decompress in turn, each with the payload of the one before as
+ * its prefix (docs/FORMAT.md, "Block").
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "check.h"
 #include "memtally/errors.h"
 #include "memtally/trace.h"
+#include "encoder_mem.h"
 #include "trace/allocs.h"
 #include "trace_encode.h"
 
@@ -107,6 +112,63 @@ static void write_trace(void)
     whole = malloc(whole_size);
     CHECK(whole && fread(whole, 1, whole_size, f) == whole_size);
     fclose(f);
+}
+
+/* Block offsets of the trace in whole. */
+static void find_bounds(void)
+{
+    nbounds = 0;
+    for (uint64_t at = MTL_FILE_HEADER_SIZE; at + MTL_BLOCK_HEADER_SIZE <= whole_size;
+         at += MTL_BLOCK_HEADER_SIZE + mtl__get_u32le(whole + at + 4)) {
+        CHECK(nbounds < sizeof bounds / sizeof *bounds);
+        bounds[nbounds++] = at;
+    }
+}
+
+/* The same kind of trace written by the encoder: 60 blocks, each a round
+ * of a loop that allocates and frees, so that most of a block repeats the
+ * block before (what its prefix is for). */
+static void write_encoded_trace(void)
+{
+    static struct em_trace t;
+    struct mtl_encoder *e = em_begin(&t);
+    for (uint32_t id = 1; id <= 40; id++)
+        mtl_encoder_put_node(e, id, id > 4 ? id - 4 : 0, 0, 0x401000 + 32 * id, 0x401000);
+    for (uint32_t th = 0; th < 3; th++) {
+        struct mtl_event ev = { .type = MTL_EV_THREAD_START, .thread = th };
+        mtl_encoder_put_event(e, &ev, 100 + th, NULL);
+    }
+    static uint64_t live[4096];
+    uint64_t top = 0x5555000000ull, us = 0;
+    for (int k = 0; k < 60; k++) {
+        for (int i = 0; i < 1500; i++) {
+            uint64_t r = next_rand(), slot = r % 4096;
+            struct mtl_event ev = { .thread = (uint32_t)(i % 3), .time_us = us += r % 3 };
+            if (live[slot]) {
+                ev.type = MTL_EV_FREE, ev.ptr = live[slot];
+                live[slot] = 0;
+            } else {
+                ev.type = MTL_EV_ALLOC, ev.size = 16 + 8 * (uint64_t)(i % 40);
+                ev.stack = 1 + (uint32_t)(i % 40), ev.ptr = live[slot] = top += 64;
+            }
+            mtl_encoder_put_event(e, &ev, 0, NULL);
+        }
+        mtl_encoder_flush(e);
+    }
+    mtl_encoder_end_values(e, us + 1, MTL_END_EXIT, 0);
+    CHECK(!e->failed);
+    whole = t.data, whole_size = t.len;
+    find_bounds();
+    CHECK(nbounds >= 60);
+    /* Its middle blocks do refer to their prefix: alone, one does not
+     * decompress. */
+    const uint8_t *h = whole + bounds[30];
+    uint32_t csize = mtl__get_u32le(h + 4), rsize = mtl__get_u32le(h + 8);
+    void *out = malloc(rsize);
+    CHECK(out != NULL);
+    size_t got = ZSTD_decompress(out, rsize, h + MTL_BLOCK_HEADER_SIZE, csize);
+    CHECK(ZSTD_isError(got) || got != rsize);
+    free(out);
 }
 
 /* What a reading saw: a hash of every event, counts, the end. */
@@ -230,13 +292,9 @@ static void check_all(size_t size)
     }
 }
 
-int main(void)
+/* Every check on the trace in whole, of at least 46 blocks. */
+static void check_trace(void)
 {
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    write_trace();
-
     struct seen full = read_events(whole_size, 0, 0);
     CHECK_EQ(full.rc, 0);
     CHECK(full.complete && !full.truncated);
@@ -268,7 +326,19 @@ int main(void)
     CHECK_EQ(read_events(whole_size, 0, 0).rc, MTL_ECORRUPT);
     check_all(whole_size);
     whole[bounds[45] + 12] ^= 1;
+}
 
+int main(void)
+{
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    write_trace();
+    check_trace();
+    free(whole);
+    write_encoded_trace();
+    CHECK_EQ(mtl__get_u32le(whole + 8), MTL_FORMAT_VERSION);
+    check_trace();
     unlink(path);
     free(whole);
     CHECKS_DONE();
