@@ -322,7 +322,8 @@ static int unpack(struct mtl_blocks *b, struct slot *s, struct decoder *d, const
             b->prefix = p;
             b->prefix_cap = s->rsize;
         }
-        memcpy(b->prefix, s->raw, s->rsize);
+        if (s->rsize) /* an empty payload (damage) has no buffer to copy */
+            memcpy(b->prefix, s->raw, s->rsize);
         b->prefix_len = s->rsize;
         b->prefix_ok = 1;
     }
