@@ -418,8 +418,9 @@ static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
 
 /* Version 8 on: free number f, taken by an allocation, leaves the list it
  * went to, if still there.  Before, a block taken by any code but the
- * list's stayed in it, and where a program takes a burst of frees in
- * order (perl), those taken pushed the free ones past the list's depth. */
+ * list's stayed in it, and where a program takes frees in order or far
+ * back (sqlite3), those taken pushed the free ones past the list's
+ * depth. */
 static void unlist(struct mtl_ptrcode *pc, uint64_t f)
 {
     uint32_t key = pc->fkey[f % FR];

@@ -9,7 +9,8 @@
  *     allocation (a heap growing by bump), as the block freed next to the
  *     one its previous allocation took (free lists in order), as a free
  *     numbered back from the last, as the end of its last allocation that
- *     no free named (the heap's top, version 5 on), or else as a
+ *     no free named (the heap's top, version 5 on), as the end of one of
+ *     the last allocations of any thread (version 7 on), or else as a
  *     difference from that end;
  *   - a free, as its block's place among the live blocks of the last
  *     MTL_PC_WINDOW allocations: counted from the newest, or from the
@@ -17,7 +18,7 @@
  *     whichever is smaller; an older block as a difference from the
  *     thread's previous such free.
  * Exact whatever the allocator: a prediction that misses costs bytes,
- * never the address.  Memory is fixed (about 11 MiB for the reader, 15 for
+ * never the address.  Memory is fixed (about 12 MiB for the reader, 16 for
  * the encoder, mapped and touched as the trace grows), never the number of
  * live blocks.
  *
