@@ -125,9 +125,10 @@ static void find_bounds(void)
     }
 }
 
-/* The same kind of trace written by the encoder: 60 blocks, each a round
- * of a loop that allocates and frees, so that most of a block repeats the
- * block before (what its prefix is for). */
+/* The same kind of trace written by the encoder: 60 blocks of random
+ * allocations and frees from three threads, whose sizes and stacks cycle
+ * alike in every block, so that each block refers to the one before (what
+ * its prefix is for). */
 static void write_encoded_trace(void)
 {
     static struct em_trace t;
