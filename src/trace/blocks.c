@@ -262,6 +262,19 @@ static void make_sums(const struct mtl_blocks *b, struct slot *s, struct decoder
     s->sums_made = 1;
 }
 
+/* Room for n bytes in buf (at least one): 0, or -1 out of memory. */
+static int bytes_room(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap && *buf)
+        return 0;
+    uint8_t *p = realloc(*buf, n ? n : 1);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = n ? n : 1;
+    return 0;
+}
+
 /* The compressed frame of the block claimed into s, in c: 1, or 0 when s
  * is finished (cut short, or an error). */
 static int read_frame(struct mtl_blocks *b, struct slot *s, struct decoder *d, const uint8_t **c)
@@ -275,13 +288,8 @@ static int read_frame(struct mtl_blocks *b, struct slot *s, struct decoder *d, c
         *c = b->mem + at;
         return 1;
     }
-    if (s->csize > d->cbuf_cap) {
-        uint8_t *p = realloc(d->cbuf, s->csize);
-        if (!p)
-            return finish(s, MTL_ENOMEM, 0), 0;
-        d->cbuf = p;
-        d->cbuf_cap = s->csize;
-    }
+    if (bytes_room(&d->cbuf, &d->cbuf_cap, s->csize) < 0)
+        return finish(s, MTL_ENOMEM, 0), 0;
     ssize_t n = read_at(b, at, d->cbuf, s->csize);
     if (n < 0)
         return finish(s, from_errno(errno), 0), 0;
@@ -296,14 +304,8 @@ static int read_frame(struct mtl_blocks *b, struct slot *s, struct decoder *d, c
  * 1, or 0 when s is finished with an error. */
 static int unpack(struct mtl_blocks *b, struct slot *s, struct decoder *d, const uint8_t *c)
 {
-    if (s->rsize > s->raw_cap || !s->raw) {
-        size_t cap = s->rsize ? s->rsize : 1;
-        uint8_t *p = realloc(s->raw, cap);
-        if (!p)
-            return finish(s, MTL_ENOMEM, 0), 0;
-        s->raw = p;
-        s->raw_cap = cap;
-    }
+    if (bytes_room(&s->raw, &s->raw_cap, s->rsize) < 0)
+        return finish(s, MTL_ENOMEM, 0), 0;
     int chained = b->version >= MTL_FORMAT_PREFIX_FIRST;
     if (chained && s->blk.number > 0) {
         if (!b->prefix_ok) /* the block before could not be read: nor can this one */
@@ -315,15 +317,9 @@ static int unpack(struct mtl_blocks *b, struct slot *s, struct decoder *d, const
     if (ZSTD_isError(got) || got != s->rsize)
         return finish(s, MTL_ECORRUPT, 0), 0;
     if (chained) {
-        if (s->rsize > b->prefix_cap) {
-            uint8_t *p = realloc(b->prefix, s->rsize);
-            if (!p)
-                return finish(s, MTL_ENOMEM, 0), 0;
-            b->prefix = p;
-            b->prefix_cap = s->rsize;
-        }
-        if (s->rsize) /* an empty payload (damage) has no buffer to copy */
-            memcpy(b->prefix, s->raw, s->rsize);
+        if (bytes_room(&b->prefix, &b->prefix_cap, s->rsize) < 0)
+            return finish(s, MTL_ENOMEM, 0), 0;
+        memcpy(b->prefix, s->raw, s->rsize);
         b->prefix_len = s->rsize;
         b->prefix_ok = 1;
     }

@@ -606,6 +606,12 @@ static uint64_t recent_before(const struct mtl_ptrcode *pc, uint64_t ptr)
     return 0;
 }
 
+/* Whether code k names a free by its number: near taken, back or far. */
+static inline int by_number(uint64_t k)
+{
+    return k >= CODE_NEAR && k <= CODE_FAR;
+}
+
 static int64_t near_offset(uint64_t j)
 {
     return j % 2 ? -(int64_t)(j / 2 + 1) : (int64_t)(j / 2 + 1);
@@ -686,8 +692,8 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
         v[n++] = d;
     else if (v[0] != CODE_END && v[0] != CODE_TOP && v[0] < CODE_AFTER)
         L->taken = f;
-    if (v[0] > DEPTH && v[0] != CODE_END && v[0] < CODE_TOP)
-        unlist(pc, f); /* named by number: near, back or far */
+    if (by_number(v[0]))
+        unlist(pc, f);
     L->nears = L->nears << 1 | (v[0] >= CODE_NEAR && v[0] < CODE_BACK);
     moved_top(L, v[0], ptr, size);
     allocated(pc, L, size, ptr, gc);
@@ -731,7 +737,7 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
             return -1;
         *ptr = pc->fring[f % FR];
         L->taken = f;
-        if (v0 > DEPTH)
+        if (by_number(v0))
             unlist(pc, f);
     }
     moved_top(L, v0, *ptr, size);

@@ -214,12 +214,9 @@ static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
 static int need_pointers(struct mtl_reader *r)
 {
     /* pointers wanted after the block was decoded */
-    if (!r->blk->val[MTL_S_PTR] && mtl__block_stream(r->src, MTL_S_PTR) < 0)
-        return MTL_ENOMEM;
-    if (!r->blk->val[MTL_S_PTR_MORE] && mtl__block_stream(r->src, MTL_S_PTR_MORE) < 0)
-        return MTL_ENOMEM;
-    if (!r->blk->val[MTL_S_PTR_FREE] && mtl__block_stream(r->src, MTL_S_PTR_FREE) < 0)
-        return MTL_ENOMEM;
+    for (int i = 1; i < MTL_STREAMS; i++)
+        if (mtl__is_ptr_stream(i) && !r->blk->val[i] && mtl__block_stream(r->src, i) < 0)
+            return MTL_ENOMEM;
     return 0;
 }
 
