@@ -174,18 +174,36 @@ void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child
  * k's instruction pointer (a return address for k > 0), stack pointer and
  * rbp, and where its caller's rbp was read from (0: not saved). */
 #define MTL_UNWIND_CAP (MTL_MAX_DEPTH + 16)
+/* Frames by index: frame k's state in each array. */
+#define MTL_UNWIND_FRAMES(n)                                                  \
+    void *ip[n];                                                              \
+    uint64_t sp[n], rbp[n], rbp_at[n];                                        \
+    /* hs[k]: the hash of frames k to the walk's end (mtl__stack_hash_step),  \
+     * so that a stack's hash costs only the frames not reused. */            \
+    uint64_t hs[n];                                                           \
+    /* rule[k]: frame k's rule as stepped from (0: not stepped from), for     \
+     * the next walk, whose frame k is often at the same address. */          \
+    uint64_t rule[n];
+/* A walk: its frames are ip[0 .. n) and so on, innermost first; the
+ * arrays are those of a struct of MTL_UNWIND_FRAMES, from some index on. */
 struct mtl__unwind_walk {
     uint32_t n;        /* frames */
     uint32_t complete; /* the walk reached the outermost frame */
     uint64_t end_at;   /* complete: where it read a return address of 0 (0: none) */
-    void *ip[MTL_UNWIND_CAP];
-    uint64_t sp[MTL_UNWIND_CAP], rbp[MTL_UNWIND_CAP], rbp_at[MTL_UNWIND_CAP];
-    /* hs[k]: the hash of frames k to the walk's end (mtl__stack_hash_step),
-     * so that a stack's hash costs only the frames not reused. */
-    uint64_t hs[MTL_UNWIND_CAP];
-    /* rule[k]: frame k's rule as stepped from (0: not stepped from), for
-     * the next walk, whose frame k is often at the same address. */
-    uint64_t rule[MTL_UNWIND_CAP];
+    void **ip;
+    uint64_t *sp, *rbp, *rbp_at, *hs, *rule;
+};
+/* Where a thread's last walk is kept: in place from its frame 0 on, so
+ * that the next walk, which most often shares its outer frames, writes
+ * only its own new frames below them (unwind.c).  Twice a walk's most, so
+ * that walks can go deeper many times before the kept one is moved. */
+#define MTL_UNWIND_SPAN (2 * MTL_UNWIND_CAP)
+struct mtl__unwind_kept {
+    MTL_UNWIND_FRAMES(MTL_UNWIND_SPAN)
+};
+/* Where a walk steps its frames until it meets the kept ones. */
+struct mtl__unwind_scratch {
+    MTL_UNWIND_FRAMES(MTL_UNWIND_CAP)
 };
 
 /* A stack's hash, built from its outermost frame in: seed, then a step a
@@ -196,20 +214,23 @@ static inline uint64_t mtl__stack_hash_step(uint64_t outer, uint64_t ip)
     uint64_t h = (outer ^ ip) * 0x9e3779b97f4a7c15ull;
     return h << 31 | h >> 33;
 }
-/* A thread's last walk (walk[cur]) and the one being made, and the
- * frame rules it used last (a small cache before the shared one). */
+/* A thread's last walk (walk, in kept from index top on), the frames of
+ * the one being made, and the frame rules it used last (a small cache
+ * before the shared one). */
 #define MTL_UNWIND_HOT 1024
 struct mtl__unwind_memo {
     uint64_t owner;    /* the thread whose walk it is (0: none) */
-    uint32_t cur;
+    uint32_t top;
     uint64_t reused;   /* frames taken from a previous walk, in all */
     uint64_t stepped;  /* frames walked from their rules, in all */
     struct { uint64_t pc, rule; } hot[MTL_UNWIND_HOT];
-    struct mtl__unwind_walk walk[2];
+    struct mtl__unwind_walk walk;
+    struct mtl__unwind_scratch scratch;
+    struct mtl__unwind_kept kept;
 };
 enum mtl__unwinder { MTL_UNWIND_OWN, MTL_UNWIND_LIBUNWIND, MTL_UNWIND_CHECK };
 int mtl__unwind_init(void) MTL_HIDDEN;
-/* Walks the caller's stack into m->walk[m->cur], at most max frames, frame
+/* Walks the caller's stack into m->walk, at most max frames, frame
  * 0 in mtl__unwind itself: how many, or -1 when a frame has a rule we do
  * not follow (ask libunwind). */
 int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max) MTL_HIDDEN;

@@ -488,7 +488,7 @@ uint32_t mtl__capture_stack(uint32_t slot, unsigned skip)
              * output does not have. */
             n = mtl__unwind(&cache->memo, mtl__pl.opt.depth + drop + 1);
             if (n >= 1) {
-                walk = &cache->memo.walk[cache->memo.cur];
+                walk = &cache->memo.walk;
                 frames = walk->ip + 1;
                 n--;
             } else if (mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) {
@@ -596,7 +596,7 @@ uint32_t mtl__capture_stack_at(uint32_t slot, const void *frame, unsigned skip)
     int n = mtl__unwind_from(&cache->memo, mtl__pl.opt.depth, ip, sp, fp[0]);
     if (MTL_UNLIKELY(n < 1))
         return mtl__capture_stack(slot, skip); /* which leaves it to libunwind */
-    const struct mtl__unwind_walk *walk = &cache->memo.walk[cache->memo.cur];
+    const struct mtl__unwind_walk *walk = &cache->memo.walk;
     if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK))
         check_walk(walk->ip, n);
     uint32_t id = find_stack(cache, walk->ip, n, walk);

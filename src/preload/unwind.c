@@ -558,7 +558,7 @@ void mtl__unwind_forget(void)
 void mtl__unwind_memo_forget(struct mtl__unwind_memo *m)
 {
     memset(m->hot, 0, sizeof m->hot);
-    m->walk[0].n = m->walk[1].n = 0;
+    m->walk.n = 0;
     m->owner = 0;
 }
 
@@ -676,19 +676,31 @@ static inline int still_holds(const struct mtl__unwind_walk *w, uint32_t j)
     return !w->complete || !w->end_at || *(const uint64_t *)(uintptr_t)w->end_at == 0;
 }
 
-static void copy_frames(struct mtl__unwind_walk *to, uint32_t k, const struct mtl__unwind_walk *from,
-                        uint32_t j, uint32_t n)
+/* w's arrays: those of f (a struct of MTL_UNWIND_FRAMES), from index at. */
+#define POINT_AT(w, f, at)                                                   \
+    do {                                                                     \
+        (w)->ip = (f)->ip + (at);                                            \
+        (w)->sp = (f)->sp + (at);                                            \
+        (w)->rbp = (f)->rbp + (at);                                          \
+        (w)->rbp_at = (f)->rbp_at + (at);                                    \
+        (w)->hs = (f)->hs + (at);                                            \
+        (w)->rule = (f)->rule + (at);                                        \
+    } while (0)
+
+/* Frames j .. j + n of from to k .. k + n of to (the two may overlap). */
+static void copy_frames(const struct mtl__unwind_walk *to, uint32_t k,
+                        const struct mtl__unwind_walk *from, uint32_t j, uint32_t n)
 {
-    memcpy(&to->ip[k], &from->ip[j], n * sizeof to->ip[0]);
-    memcpy(&to->sp[k], &from->sp[j], n * sizeof to->sp[0]);
-    memcpy(&to->rbp[k], &from->rbp[j], n * sizeof to->rbp[0]);
-    memcpy(&to->rbp_at[k], &from->rbp_at[j], n * sizeof to->rbp_at[0]);
-    memcpy(&to->hs[k], &from->hs[j], n * sizeof to->hs[0]);
-    memcpy(&to->rule[k], &from->rule[j], n * sizeof to->rule[0]);
+    memmove(&to->ip[k], &from->ip[j], n * sizeof to->ip[0]);
+    memmove(&to->sp[k], &from->sp[j], n * sizeof to->sp[0]);
+    memmove(&to->rbp[k], &from->rbp[j], n * sizeof to->rbp[0]);
+    memmove(&to->rbp_at[k], &from->rbp_at[j], n * sizeof to->rbp_at[0]);
+    memmove(&to->hs[k], &from->hs[j], n * sizeof to->hs[0]);
+    memmove(&to->rule[k], &from->rule[j], n * sizeof to->rule[0]);
 }
 
 /* The suffix hashes of w's frames below from (those at and beyond it are
- * right already: a kept walk's whole tail, copied). */
+ * right already: a kept walk's whole tail, reused). */
 static void hash_frames(struct mtl__unwind_walk *w, uint32_t from)
 {
     uint64_t h = from < w->n ? w->hs[from] : MTL_STACK_HASH_SEED;
@@ -696,8 +708,49 @@ static void hash_frames(struct mtl__unwind_walk *w, uint32_t from)
         w->hs[i] = h = mtl__stack_hash_step(h, (uint64_t)(uintptr_t)w->ip[i]);
 }
 
+/* The walk w (in m's scratch) met the kept one: its frame k is the kept
+ * frame j, and the kept frames j .. j + n end it.  They stay where they
+ * are, and w's k new frames go below them: the kept walk's outer frames,
+ * most of a stack, are not copied.  Only when there is no room below
+ * (walks that went deeper and deeper, cut at the depth limit) do the
+ * kept frames move, to the end.  Returns the frames. */
+static uint32_t keep_in_place(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w,
+                              uint32_t k, uint32_t j, uint32_t n)
+{
+    struct mtl__unwind_walk *kept = &m->walk;
+    uint32_t whole = j + n == kept->n; /* it ends where the kept walk did */
+    uint32_t complete = kept->complete && whole;
+    uint64_t end_at = complete ? kept->end_at : 0;
+    uint32_t at = m->top + j;
+    if (at < k) {
+        struct mtl__unwind_walk from, to;
+        POINT_AT(&from, &m->kept, at);
+        POINT_AT(&to, &m->kept, MTL_UNWIND_SPAN - n);
+        copy_frames(&to, 0, &from, 0, n);
+        at = MTL_UNWIND_SPAN - n;
+    }
+    m->top = at - k;
+    POINT_AT(kept, &m->kept, m->top);
+    /* A few frames: a loop, not six calls. */
+    for (uint32_t i = 0; i < k; i++) {
+        kept->ip[i] = w->ip[i];
+        kept->sp[i] = w->sp[i];
+        kept->rbp[i] = w->rbp[i];
+        kept->rbp_at[i] = w->rbp_at[i];
+        kept->rule[i] = w->rule[i];
+    }
+    kept->rbp[k] = w->rbp[k]; /* which may differ (rbp_unused) */
+    kept->n = k + n;
+    kept->complete = complete;
+    kept->end_at = end_at;
+    /* Its suffix hashes hold if this walk ends where the kept one did. */
+    hash_frames(kept, whole ? k : kept->n);
+    return kept->n;
+}
+
 /* The walk from frame 0 (ip, sp, rbp); ra0: ip is a return address.  One
- * copy for both entries, so that the steps stay inlined into it. */
+ * copy for both entries, so that the steps stay inlined into it.  Frames
+ * are stepped into m's scratch until one meets the kept walk (m->walk). */
 static __attribute__((noinline)) int
 walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, uint64_t rbp,
           uint32_t ra0)
@@ -705,13 +758,13 @@ walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, ui
     if (max > MTL_UNWIND_CAP)
         max = MTL_UNWIND_CAP;
     uint64_t owner = (uint64_t)(uintptr_t)&mtl__tls;
-    const struct mtl__unwind_walk *old = &m->walk[m->cur];
-    struct mtl__unwind_walk *w = &m->walk[m->cur ^ 1];
+    const struct mtl__unwind_walk *old = &m->walk;
+    struct mtl__unwind_walk made, *w = &made;
+    POINT_AT(w, &m->scratch, 0);
     /* Its rules hold: an unload empties the memo (mtl__unwind_memo_forget). */
     const struct mtl__unwind_walk *last = old->n ? old : NULL;
     int reuse = m->owner == owner && old->n;
     uint32_t j = 0, k = 0, stepped = 0;
-    uint32_t hashed = UINT32_MAX; /* hs[] is right from this frame on */
     /* The kept frame to match next, by stack pointer: no frame below it
      * can match, so most frames cost one compare here. */
     uint64_t next_sp = reuse ? old->sp[0] : UINT64_MAX;
@@ -733,23 +786,18 @@ walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, ui
                     uint32_t n = old->n - j;
                     if (k + n > max)
                         n = max - k;
+                    m->reused += n;
+                    if (k + n >= max || (old->complete && j + n == old->n)) {
+                        m->stepped += stepped;
+                        m->owner = owner;
+                        return (int)keep_in_place(m, w, k, j, n);
+                    }
+                    /* The kept walk stopped at its limit: on from its
+                     * end, with its frames in the scratch. */
                     uint64_t rbp_here = w->rbp[k];
                     copy_frames(w, k, old, j, n);
                     w->rbp[k] = rbp_here;
-                    m->reused += n;
-                    /* Its suffix hashes hold if this walk ends where it did. */
-                    if (j + n == old->n)
-                        hashed = k;
                     k += n - 1;
-                    if (old->complete && j + n == old->n) {
-                        w->complete = 1;
-                        w->end_at = old->end_at;
-                        break;
-                    }
-                    if (k + 1 >= max)
-                        break;
-                    /* The kept walk stopped at its limit: on from its end. */
-                    hashed = UINT32_MAX;
                 }
             }
         }
@@ -770,10 +818,17 @@ walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, ui
     }
     m->stepped += stepped;
     w->n = k + 1;
-    hash_frames(w, hashed < w->n ? hashed : w->n);
-    m->cur ^= 1;
+    hash_frames(w, w->n);
+    /* Kept at the end, with room below for deeper walks. */
+    m->top = MTL_UNWIND_SPAN - w->n;
+    struct mtl__unwind_walk *kept = &m->walk;
+    POINT_AT(kept, &m->kept, m->top);
+    copy_frames(kept, 0, w, 0, w->n);
+    kept->n = w->n;
+    kept->complete = w->complete;
+    kept->end_at = w->end_at;
     m->owner = owner;
-    return (int)w->n;
+    return (int)kept->n;
 }
 
 __attribute__((noinline)) int mtl__unwind(struct mtl__unwind_memo *m, uint32_t max)

@@ -13,6 +13,9 @@
  *   - malloc in a signal handler, on the thread's stack and on an
  *     alternate one (a signal frame: libunwind's part);
  *   - longjmp out of deep recursion, then allocation from elsewhere;
+ *   - a descent of hundreds of frames, past the depth kept, allocating
+ *     at every level down and up: each walk is cut a frame further in,
+ *     until the walker has to move the frames it keeps;
  *   - two threads doing all of it.
  * Prints the number of allocations it made, freed all along.
  */
@@ -132,6 +135,34 @@ static NOINLINE void deep_then_jump(int d)
     KEEP(&d);
 }
 
+/* Three functions in turn, so that a stack read a frame off is another. */
+static NOINLINE int descend_b(int d);
+static NOINLINE int descend_c(int d);
+static NOINLINE int descend(int d)
+{
+    take(32);
+    int r = d > 0 ? descend_b(d - 1) + 1 : 0;
+    take(40);
+    KEEP(&r);
+    return r;
+}
+static NOINLINE int descend_b(int d)
+{
+    char pad[24];
+    KEEP(pad);
+    take(48);
+    int r = d > 0 ? descend_c(d - 1) + 2 : 0;
+    KEEP(&r);
+    return r;
+}
+static NOINLINE int descend_c(int d)
+{
+    int r = d > 0 ? descend(d - 1) + 3 : 0;
+    take(56);
+    KEEP(&r);
+    return r;
+}
+
 static void *work(void *arg)
 {
     long rounds = (long)(intptr_t)arg;
@@ -146,6 +177,8 @@ static void *work(void *arg)
         if (!setjmp(out))
             deep_then_jump(10 + (int)(i % 5));
         take(96);
+        if (i % 10 == 0)
+            descend(600);
         if (i % 50 == 0)
             raise(SIGUSR1);
     }
