@@ -321,6 +321,7 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
     uint32_t id = 0;
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
     pthread_mutex_lock(&st.mu);
+    uint32_t made_from = atomic_load_explicit(&mtl__pl.region->nnodes, memory_order_relaxed);
     int d = 0; /* frames done, from the outermost */
     /* Under st.mu: an unload (a new generation, new nodes) cannot come
      * between the check and the use of the path. */
@@ -343,7 +344,9 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
         cache->path_n = (uint32_t)(d < MTL_MAX_DEPTH ? d : MTL_MAX_DEPTH);
         cache->path_gen = atomic_load_explicit(&st.gen, memory_order_relaxed);
     }
-    if (id && !table_find(h, leaf, (uint32_t)n)) {
+    /* A node made just now is in no table entry: the lookup, a likely
+     * cache miss, only for a stack whose nodes all were there. */
+    if (id && (id >= made_from || !table_find(h, leaf, (uint32_t)n))) {
         /* Before the table publishes id: a guess of id is checked on it. */
         if (id < st.known_cap && !st.known[id].depth) {
             st.known[id].hash = h;
