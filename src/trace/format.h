@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 8u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 9u       /* u32 little endian at offset 8 */
 #define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
@@ -89,6 +89,10 @@ static inline enum mtl__stream mtl__ptr_more_stream(uint32_t version)
 /* From version 8 a free that an allocation names by number (not by its
  * list) leaves its list (docs/FORMAT.md, "Addresses"). */
 #define MTL_FORMAT_UNLIST_FIRST 8u
+
+/* From version 9 a (thread, size class) list holds 256 frees, the 33rd on
+ * named by a code of their own (docs/FORMAT.md, "Addresses"). */
+#define MTL_FORMAT_DEEP_FIRST 9u
 
 /* Record types inside a block's payload (one byte each, then fields). */
 enum mtl__record {

@@ -11,6 +11,7 @@
 #define W MTL_PC_WINDOW
 #define WORDS (W / 64)
 #define DEPTH MTL_PC_CLASS_DEPTH
+#define REACH MTL_PC_DEEP_REACH
 #define CLASS_BITS 12
 #define FR MTL_PC_FREES
 #define NEIGHBOURS 4        /* frees after or before the last one taken */
@@ -32,7 +33,13 @@ struct lane {
 struct class_list {
     uint32_t key; /* 1 << 24 | lane << 16 | class: whose list it is now */
     uint64_t free[DEPTH]; /* free numbers, newest first, 0 past the end */
+    /* Version 9 on: the newest of the frees pushed past free[], which go
+     * on newest first through pc->onext (0: none). */
+    uint64_t over;
 };
+
+/* Version 9 on: where free number f is (pc->flist[f % FR]). */
+enum { LISTED_NOT, LISTED_ARRAY, LISTED_OVER };
 
 struct mtl_ptrcode {
     /* the state; the arrays after it are one mapping, zero at the start */
@@ -64,6 +71,12 @@ struct mtl_ptrcode {
     int tops;            /* version 5 on: allocations may name their lane's top */
     int afters;          /* version 7 on: ... the end of a recent allocation */
     int unlists;         /* version 8 on: a free taken leaves its list */
+    int deep;            /* version 9 on: lists keep their frees past DEPTH */
+    /* Version 9 on, per free number f at f % FR: in which part of a list
+     * it is, and, past the array, the distances to the next older and the
+     * next newer free of the list (0: none). */
+    uint8_t *flist;
+    uint32_t *onext, *oprev;
     size_t bytes;        /* of the mapping, which starts with this */
 };
 
@@ -366,16 +379,85 @@ static struct class_list *class_list(struct mtl_ptrcode *pc, uint32_t key)
     return &pc->classes[((uint64_t)key * 0x9e3779b97f4a7c15ull) >> (64 - CLASS_BITS)];
 }
 
-static void class_take(struct class_list *cl, unsigned i)
+/* --- version 9: the frees pushed past a list's array, in a chain ------- */
+
+static uint64_t over_next(const struct mtl_ptrcode *pc, uint64_t f)
 {
-    memmove(&cl->free[i], &cl->free[i + 1], (DEPTH - 1 - i) * sizeof cl->free[0]);
-    cl->free[DEPTH - 1] = 0;
+    uint32_t d = pc->onext[f % FR];
+    return d ? f - d : 0;
 }
 
-/* Where free number f is in the list, or DEPTH.  A list is in falling
- * order (each free's number is above all before it; 0 past the end), so
- * a binary search: most allocations' frees are not in it, and a scan
- * would read all 32. */
+/* f becomes the newest of cl's chain. */
+static void over_push(struct mtl_ptrcode *pc, struct class_list *cl, uint64_t f)
+{
+    uint64_t h = cl->over;
+    pc->onext[f % FR] = h ? (uint32_t)(f - h) : 0;
+    pc->oprev[f % FR] = 0;
+    if (h)
+        pc->oprev[h % FR] = (uint32_t)(f - h);
+    cl->over = f;
+    pc->flist[f % FR] = LISTED_OVER;
+}
+
+/* f leaves the chain it is in: its list's, or one its list left behind
+ * when another (lane, class) took the list's slot (then no list's). */
+static void over_unlink(struct mtl_ptrcode *pc, uint64_t f)
+{
+    uint32_t dn = pc->onext[f % FR], dp = pc->oprev[f % FR];
+    uint64_t n = dn ? f - dn : 0, p = dp ? f + dp : 0;
+    if (p) {
+        pc->onext[p % FR] = n ? (uint32_t)(p - n) : 0;
+    } else {
+        struct class_list *cl = class_list(pc, pc->fkey[f % FR]);
+        if (cl->key == pc->fkey[f % FR] && cl->over == f)
+            cl->over = n;
+    }
+    if (n)
+        pc->oprev[n % FR] = p ? (uint32_t)(p - n) : 0;
+    pc->flist[f % FR] = LISTED_NOT;
+}
+
+/* The place of f in cl's chain, if among its first REACH: 1 + that, else 0. */
+static unsigned over_place(const struct mtl_ptrcode *pc, const struct class_list *cl, uint64_t f)
+{
+    uint64_t g = cl->over;
+    for (unsigned i = 0; g && i < REACH; i++, g = over_next(pc, g))
+        if (g == f)
+            return i + 1;
+    return 0;
+}
+
+/* The free at place i of cl's chain, or 0. */
+static uint64_t over_at(const struct mtl_ptrcode *pc, const struct class_list *cl, uint64_t i)
+{
+    uint64_t g = cl->over;
+    for (; g && i; i--)
+        g = over_next(pc, g);
+    return g;
+}
+
+/* --- the lists --------------------------------------------------------- */
+
+/* Entry i of cl's array leaves it; from version 9 the newest of its chain
+ * takes the last place. */
+static void class_take(struct mtl_ptrcode *pc, struct class_list *cl, unsigned i)
+{
+    if (pc->deep)
+        pc->flist[cl->free[i] % FR] = LISTED_NOT;
+    memmove(&cl->free[i], &cl->free[i + 1], (DEPTH - 1 - i) * sizeof cl->free[0]);
+    cl->free[DEPTH - 1] = 0;
+    if (pc->deep && cl->over) {
+        uint64_t g = cl->over;
+        over_unlink(pc, g);
+        cl->free[DEPTH - 1] = g;
+        pc->flist[g % FR] = LISTED_ARRAY;
+    }
+}
+
+/* Where free number f is in the list's array, or DEPTH.  The array is in
+ * falling order (each free's number is above all before it; 0 past the
+ * end), so a binary search: most allocations' frees are not in it, and a
+ * scan would read all 32. */
 static unsigned class_find(const struct class_list *cl, uint64_t f)
 {
     unsigned lo = 0, hi = DEPTH; /* f, if there, is in [lo, hi) */
@@ -393,11 +475,17 @@ static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t f)
 {
     struct class_list *cl = class_list(pc, key);
     if (cl->key != key) {
+        /* Its frees stay marked, in a chain of no list's: taking or
+         * dropping one of them changes no list. */
         memset(cl, 0, sizeof *cl);
         cl->key = key;
     }
+    if (pc->deep && cl->free[DEPTH - 1])
+        over_push(pc, cl, cl->free[DEPTH - 1]);
     memmove(&cl->free[1], &cl->free[0], (DEPTH - 1) * sizeof cl->free[0]);
     cl->free[0] = f;
+    if (pc->deep)
+        pc->flist[f % FR] = LISTED_ARRAY;
 }
 
 /* Whether free number f is still in the frees' ring. */
@@ -408,9 +496,15 @@ static int free_known(const struct mtl_ptrcode *pc, uint64_t f)
 
 /* A free (by place or not): it takes the next number, its address goes
  * in the frees' ring.  (The encoder has updated its index.) */
+static void unlist_any(struct mtl_ptrcode *pc, uint64_t f);
+
 static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
 {
     uint64_t f = ++pc->frees;
+    /* Version 9 on: the free whose place in the ring this takes is no
+     * longer kept, and leaves its list. */
+    if (pc->deep && f > FR && pc->flist[f % FR])
+        unlist_any(pc, f - FR);
     pc->fring[f % FR] = ptr;
     pc->fkey[f % FR] = 0;
     return f;
@@ -423,13 +517,26 @@ static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
  * depth. */
 static void unlist(struct mtl_ptrcode *pc, uint64_t f)
 {
+    if (pc->unlists)
+        unlist_any(pc, f);
+}
+
+/* Free number f leaves its list, wherever in it (if there). */
+static void unlist_any(struct mtl_ptrcode *pc, uint64_t f)
+{
     uint32_t key = pc->fkey[f % FR];
-    if (!pc->unlists || !key)
+    if (!key)
         return;
+    if (pc->deep && pc->flist[f % FR] == LISTED_OVER) {
+        over_unlink(pc, f);
+        return;
+    }
     struct class_list *cl = class_list(pc, key);
     unsigned i;
     if (cl->key == key && (i = class_find(cl, f)) < DEPTH)
-        class_take(cl, i);
+        class_take(pc, cl, i);
+    else if (pc->deep)
+        pc->flist[f % FR] = LISTED_NOT; /* its list was emptied */
 }
 
 static uint32_t lane_of(uint32_t thread)
@@ -498,13 +605,17 @@ static void freed(struct mtl_ptrcode *pc, uint32_t lane, uint64_t n)
 
 struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
 {
-    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, FKEY, INDEX, GC, FGONE, PARTS };
+    enum { RING, LIVE, FEN, LANES, CLASSES, FRING, FKEY, FLIST, ONEXT, OPREV, INDEX, GC, FGONE,
+           PARTS };
+    int deep = version >= MTL_FORMAT_DEEP_FIRST;
     const size_t sizes[PARTS] = {
         [RING] = W * sizeof(struct block),
         [LIVE] = WORDS * sizeof(uint64_t), [FEN] = (WORDS + 1) * sizeof(uint32_t),
         [LANES] = MTL_PC_LANES * sizeof(struct lane),
         [CLASSES] = ((size_t)1 << CLASS_BITS) * sizeof(struct class_list),
         [FRING] = FR * sizeof(uint64_t), [FKEY] = FR * sizeof(uint32_t),
+        [FLIST] = deep ? FR : 0, [ONEXT] = deep ? FR * sizeof(uint32_t) : 0,
+        [OPREV] = deep ? FR * sizeof(uint32_t) : 0,
         [INDEX] = encoder ? INDEX_SLOTS * sizeof(uint32_t) : 0,
         [GC] = encoder ? WORDS * sizeof(uint64_t) : 0,
         [FGONE] = encoder ? FR / 64 * sizeof(uint64_t) : 0 };
@@ -526,6 +637,11 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
     pc->classes = (struct class_list *)(b + off[CLASSES]);
     pc->fring = (uint64_t *)(b + off[FRING]);
     pc->fkey = (uint32_t *)(b + off[FKEY]);
+    if (deep) {
+        pc->flist = b + off[FLIST];
+        pc->onext = (uint32_t *)(b + off[ONEXT]);
+        pc->oprev = (uint32_t *)(b + off[OPREV]);
+    }
     if (encoder) {
         pc->index = (uint32_t *)(b + off[INDEX]);
         pc->gc = (uint64_t *)(b + off[GC]);
@@ -534,6 +650,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
     pc->tops = version >= MTL_FORMAT_TOP_FIRST;
     pc->afters = version >= MTL_FORMAT_AFTER_FIRST;
     pc->unlists = version >= MTL_FORMAT_UNLIST_FIRST;
+    pc->deep = deep;
     pc->bytes = bytes;
     return pc;
 }
@@ -573,6 +690,8 @@ void mtl__pc_free(struct mtl_ptrcode *pc)
 #define AFTERS 20 /* recent allocations whose end k names: up to k = 127 */
 
 _Static_assert(CODE_AFTER + AFTERS - 1 < 128, "the codes but 106's second value are a byte");
+/* Version 9 on: the (DEPTH + 1 + j)-th of the list, j in a second value. */
+#define CODE_DEEP 128
 
 /* After an allocation coded k at ptr: the lane's top moves when the block
  * was named by no free (the end, the top, a difference).  A program that
@@ -619,7 +738,7 @@ static int64_t near_offset(uint64_t j)
 
 int mtl__pc_alloc_two(uint64_t v0)
 {
-    return v0 == 0 || v0 == CODE_FAR;
+    return v0 == 0 || v0 == CODE_FAR || v0 == CODE_DEEP;
 }
 
 int mtl__pc_free_two(uint64_t v0)
@@ -658,11 +777,14 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     uint64_t taken = L->taken;
     unsigned n = 1;
     v[0] = 0;
+    unsigned deep = 0; /* version 9 on: 1 + f's place past the array, if near */
     if (f && cl->key == key) {
         unsigned i = class_find(cl, f);
         if (i < DEPTH) {
             v[0] = i + 1;
-            class_take(cl, i);
+            class_take(pc, cl, i);
+        } else if (pc->deep && pc->flist[f % FR] == LISTED_OVER && pc->fkey[f % FR] == key) {
+            deep = over_place(pc, cl, f);
         }
     }
     if (!v[0] && ptr == L->end)
@@ -684,13 +806,22 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     if (!v[0] && pc->afters && !(f && bias) && (i = recent_before(pc, ptr)))
         v[0] = CODE_AFTER + i - 1;
     uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
+    /* Deep in the list (a code of two bytes), else numbered far back or a
+     * difference, whichever is shortest. */
+    unsigned deep_len = deep ? 2 + mtl__varint_len(deep - 1) : UINT32_MAX;
+    unsigned far_len = f ? 1 + mtl__varint_len(pc->frees - f) : UINT32_MAX;
+    if (!v[0] && deep_len <= far_len && deep_len < 1 + mtl__varint_len(d) + bias) {
+        v[0] = CODE_DEEP;
+        v[n++] = deep - 1;
+        over_unlink(pc, f);
+    }
     if (!v[0] && f && mtl__varint_len(pc->frees - f) < mtl__varint_len(d) + bias) {
         v[0] = CODE_FAR;
         v[n++] = pc->frees - f;
     }
     if (!v[0])
         v[n++] = d;
-    else if (v[0] != CODE_END && v[0] != CODE_TOP && v[0] < CODE_AFTER)
+    else if (v[0] != CODE_END && v[0] != CODE_TOP && (v[0] < CODE_AFTER || v[0] == CODE_DEEP))
         L->taken = f;
     if (by_number(v[0]))
         unlist(pc, f);
@@ -725,7 +856,13 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
             if (cl->key != key)
                 return -1;
             f = cl->free[v0 - 1];
-            class_take(cl, (unsigned)v0 - 1);
+            class_take(pc, cl, (unsigned)v0 - 1);
+        } else if (v0 == CODE_DEEP && pc->deep) {
+            uint32_t key = class_key(lane, class_of(size));
+            struct class_list *cl = class_list(pc, key);
+            if (cl->key != key || v1 >= REACH || !(f = over_at(pc, cl, v1)))
+                return -1;
+            over_unlink(pc, f);
         } else if (v0 < CODE_BACK) {
             f = L->taken ? L->taken + (uint64_t)near_offset(v0 - CODE_NEAR) : 0;
         } else if (v0 < CODE_FAR) {

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "common/hmap.h"
+#include "common/varint.h"
 #include "memtally/trace.h"
 #include "encoder_mem.h"
 #include "trace/ptrcode.h"
@@ -80,6 +81,31 @@ static void do_free(uint32_t t, size_t i)
     live_size[i] = live_size[nlive];
 }
 
+/* A burst, as a program that frees a large table and builds another:
+ * blocks of one size made and freed, many more than a list's 32, then
+ * made again from those frees, mostly the newest first but not in
+ * order (version 9 names them past the 32). */
+static void burst(uint32_t t)
+{
+    enum { N = 300 };
+    uint64_t made[N];
+    size_t first = nlive;
+    for (size_t i = 0; i < N; i++) {
+        do_alloc(t, 72);
+        made[i] = live[nlive - 1];
+    }
+    for (size_t i = 0; i < N; i++)
+        do_free(t, first + rnd() % (nlive - first));
+    for (size_t left = N; left > 0; left--) {
+        size_t back = rnd() % 4 ? rnd() % 8 : rnd() % left; /* near the newest, or anywhere */
+        size_t i = left - 1 - (back < left ? back : 0);
+        add(OP_ALLOC, t, 72, made[i]);
+        live[nlive] = made[i];
+        live_size[nlive++] = 72;
+        made[i] = made[left - 1];
+    }
+}
+
 /* About n allocations: churn of short lives, long-lived blocks freed in
  * allocation order and in reverse, addresses allocated twice, frees of
  * blocks never seen, tags. */
@@ -107,6 +133,8 @@ static void make_steps(size_t n)
             add(OP_FREE, t, 0, 0x1000 + rnd() % 0x100000); /* allocated before the trace */
         while (nlive > 1 && rnd() % 100 < 48) /* short lives: the newest mostly */
             do_free(t, rnd() % 4 ? nlive - 1 : (size_t)(rnd() % nlive));
+        if (k % 20000 == 9999)
+            burst(t);
         if (k % 50000 == 49999 && nlive > 100) { /* a bulk free in order */
             size_t m = nlive / 2;
             for (size_t i = 0; i < m; i++)
@@ -134,6 +162,11 @@ static void live_news(struct live *l, const struct mtl_pc_news *n)
         CHECK(mtl_hmap_put(&l->old, n->left_ptr, n->left_size, NULL) == 0);
 }
 
+/* Of the last model_round_trip: the bytes of its allocations' values as
+ * varints, and how many were coded 128 (version 9's place past a list's
+ * first 32, docs/FORMAT.md "Addresses"). */
+static size_t alloc_bytes, deep_codes;
+
 /* The model alone, as a trace of version v codes addresses: every value
  * the encoder gives decodes to the address, and its news keep live bytes
  * exact.  Returns how many allocations took a second value. */
@@ -141,6 +174,7 @@ static size_t model_round_trip(uint32_t version)
 {
     struct mtl_ptrcode *enc = mtl__pc_new(1, version), *dec = mtl__pc_new(0, version);
     size_t twos = 0;
+    alloc_bytes = deep_codes = 0;
     CHECK(enc && dec);
     for (int pass = 0; pass < 2; pass++) {
         size_t wrong = 0, by_place = 0, escapes = 0;
@@ -156,7 +190,10 @@ static size_t model_round_trip(uint32_t version)
                 back = mtl__pc_get_tag(dec, mtl__pc_put_tag(enc, s->ptr));
             } else if (s->op == OP_ALLOC) {
                 struct mtl_pc_news n = { 0 };
-                twos += mtl__pc_put_alloc(enc, s->thread, s->size, s->ptr, 0, v, &n) > 1;
+                unsigned nv = mtl__pc_put_alloc(enc, s->thread, s->size, s->ptr, 0, v, &n);
+                twos += nv > 1;
+                alloc_bytes += mtl__varint_len(v[0]) + (nv > 1 ? mtl__varint_len(v[1]) : 0);
+                deep_codes += v[0] == 128;
                 live_news(&l, &n);
                 left_seen |= n.left;
                 if (l.old.count && mtl_hmap_take(&l.old, s->ptr, &size))
@@ -319,12 +356,21 @@ int main(void)
      * that took a second value before; then 7's: so does the end of a
      * recent allocation (here, another thread's carved just before). */
     size_t twos4 = model_round_trip(4), twos5 = model_round_trip(5);
-    size_t twos7 = model_round_trip(7), twos8 = model_round_trip(MTL_FORMAT_VERSION);
+    size_t twos7 = model_round_trip(7), twos8 = model_round_trip(8);
+    size_t bytes8 = alloc_bytes;
+    CHECK_EQ(deep_codes, 0);
     CHECK(twos5 < twos4);
     CHECK(twos7 < twos5);
     CHECK(twos8 < twos7); /* 8: frees named by number leave their lists */
     printf("allocations with a second value: %zu, %zu, %zu, %zu (versions 4, 5, 7, 8)\n", twos4,
            twos5, twos7, twos8);
+    /* 9: the bursts' frees past a list's 32, named by their place. */
+    model_round_trip(9);
+    CHECK(deep_codes > 1000);
+    CHECK(alloc_bytes < bytes8);
+    printf("allocations' address bytes: %zu (version 8), %zu (version 9, %zu coded 128)\n", bytes8,
+           alloc_bytes, deep_codes);
+    CHECK_EQ(MTL_FORMAT_VERSION, 9);
     far_frees_at_word_ends();
     corrupt_values();
     trace_round_trip();
