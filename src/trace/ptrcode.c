@@ -417,11 +417,12 @@ static void over_unlink(struct mtl_ptrcode *pc, uint64_t f)
     pc->flist[f % FR] = LISTED_NOT;
 }
 
-/* The place of f in cl's chain, if among its first REACH: 1 + that, else 0. */
-static unsigned over_place(const struct mtl_ptrcode *pc, const struct class_list *cl, uint64_t f)
+/* The place of f in cl's chain, if among its first reach: 1 + that, else 0. */
+static unsigned over_place(const struct mtl_ptrcode *pc, const struct class_list *cl, uint64_t f,
+                           unsigned reach)
 {
     uint64_t g = cl->over;
-    for (unsigned i = 0; g && i < REACH; i++, g = over_next(pc, g))
+    for (unsigned i = 0; g && i < reach; i++, g = over_next(pc, g))
         if (g == f)
             return i + 1;
     return 0;
@@ -777,14 +778,14 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
     uint64_t taken = L->taken;
     unsigned n = 1;
     v[0] = 0;
-    unsigned deep = 0; /* version 9 on: 1 + f's place past the array, if near */
+    int chained = 0; /* version 9 on: f is past its list's array */
     if (f && cl->key == key) {
         unsigned i = class_find(cl, f);
         if (i < DEPTH) {
             v[0] = i + 1;
             class_take(pc, cl, i);
-        } else if (pc->deep && pc->flist[f % FR] == LISTED_OVER && pc->fkey[f % FR] == key) {
-            deep = over_place(pc, cl, f);
+        } else {
+            chained = pc->deep && pc->flist[f % FR] == LISTED_OVER && pc->fkey[f % FR] == key;
         }
     }
     if (!v[0] && ptr == L->end)
@@ -807,13 +808,19 @@ unsigned mtl__pc_put_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t siz
         v[0] = CODE_AFTER + i - 1;
     uint64_t d = mtl__zigzag((int64_t)(ptr - L->end));
     /* Deep in the list (a code of two bytes), else numbered far back or a
-     * difference, whichever is shortest. */
-    unsigned deep_len = deep ? 2 + mtl__varint_len(deep - 1) : UINT32_MAX;
-    unsigned far_len = f ? 1 + mtl__varint_len(pc->frees - f) : UINT32_MAX;
-    if (!v[0] && deep_len <= far_len && deep_len < 1 + mtl__varint_len(d) + bias) {
-        v[0] = CODE_DEEP;
-        v[n++] = deep - 1;
-        over_unlink(pc, f);
+     * difference, whichever is shortest.  The place is looked for only
+     * as far as it could be shorter: a walk down the chain. */
+    if (!v[0] && chained) {
+        unsigned far_len = 1 + mtl__varint_len(pc->frees - f);
+        unsigned diff_len = 1 + mtl__varint_len(d) + bias;
+        unsigned most = far_len < diff_len ? far_len : diff_len - 1; /* bytes deep may take */
+        unsigned reach = most >= 4 ? REACH : most == 3 ? 128 : 0;
+        unsigned place = over_place(pc, cl, f, reach);
+        if (place && 2 + mtl__varint_len(place - 1) <= most) {
+            v[0] = CODE_DEEP;
+            v[n++] = place - 1;
+            over_unlink(pc, f);
+        }
     }
     if (!v[0] && f && mtl__varint_len(pc->frees - f) < mtl__varint_len(d) + bias) {
         v[0] = CODE_FAR;

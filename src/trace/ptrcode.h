@@ -36,7 +36,7 @@
 #define MTL_PC_LANES 256          /* threads are kept apart modulo this */
 #define MTL_PC_CLASS_DEPTH 32      /* frees kept per (thread, size class) in an array
                                       (before version 9, all that are kept) */
-#define MTL_PC_DEEP_REACH 128      /* version 9 on: frees past those an allocation can name */
+#define MTL_PC_DEEP_REACH 2048      /* version 9 on: frees past those an allocation can name */
 #define MTL_PC_FREES (1u << 18)   /* frees an allocation can name */
 
 struct mtl_ptrcode;
