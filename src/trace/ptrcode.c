@@ -32,7 +32,11 @@ struct lane {
 
 struct class_list {
     uint32_t key; /* 1 << 24 | lane << 16 | class: whose list it is now */
-    uint64_t free[DEPTH]; /* free numbers, newest first, 0 past the end */
+    /* Its free numbers, newest first: the i-th (from 0) at
+     * free[(head + i) % DEPTH], count of them.  A ring, so that a push or
+     * the newest taken moves none of the others. */
+    uint32_t head, count;
+    uint64_t free[DEPTH];
     /* Version 9 on: the newest of the frees pushed past free[], which go
      * on newest first through pc->onext (0: none). */
     uint64_t over;
@@ -439,37 +443,55 @@ static uint64_t over_at(const struct mtl_ptrcode *pc, const struct class_list *c
 
 /* --- the lists --------------------------------------------------------- */
 
-/* Entry i of cl's array leaves it; from version 9 the newest of its chain
- * takes the last place. */
+_Static_assert((DEPTH & (DEPTH - 1)) == 0, "a list's ring is a power of two");
+
+/* The i-th of cl's array (from 0, the newest), or 0 past its end. */
+static inline uint64_t class_at(const struct class_list *cl, unsigned i)
+{
+    return i < cl->count ? cl->free[(cl->head + i) % DEPTH] : 0;
+}
+
+/* The i-th of cl's array leaves it (the others keep their order), the
+ * fewer of those before and after it moving; from version 9 the newest
+ * of its chain takes the last place. */
 static void class_take(struct mtl_ptrcode *pc, struct class_list *cl, unsigned i)
 {
+    if (i >= cl->count)
+        return;
     if (pc->deep)
-        pc->flist[cl->free[i] % FR] = LISTED_NOT;
-    memmove(&cl->free[i], &cl->free[i + 1], (DEPTH - 1 - i) * sizeof cl->free[0]);
-    cl->free[DEPTH - 1] = 0;
+        pc->flist[class_at(cl, i) % FR] = LISTED_NOT;
+    if (i < cl->count - 1 - i) {
+        for (unsigned j = i; j > 0; j--)
+            cl->free[(cl->head + j) % DEPTH] = cl->free[(cl->head + j - 1) % DEPTH];
+        cl->head = (cl->head + 1) % DEPTH;
+    } else {
+        for (unsigned j = i; j + 1 < cl->count; j++)
+            cl->free[(cl->head + j) % DEPTH] = cl->free[(cl->head + j + 1) % DEPTH];
+    }
+    cl->count--;
     if (pc->deep && cl->over) {
         uint64_t g = cl->over;
         over_unlink(pc, g);
-        cl->free[DEPTH - 1] = g;
+        cl->free[(cl->head + cl->count++) % DEPTH] = g;
         pc->flist[g % FR] = LISTED_ARRAY;
     }
 }
 
 /* Where free number f is in the list's array, or DEPTH.  The array is in
- * falling order (each free's number is above all before it; 0 past the
- * end), so a binary search: most allocations' frees are not in it, and a
- * scan would read all 32. */
+ * falling order (each free's number is above all after it), so a binary
+ * search: most allocations' frees are not in it, and a scan would read
+ * all 32. */
 static unsigned class_find(const struct class_list *cl, uint64_t f)
 {
-    unsigned lo = 0, hi = DEPTH; /* f, if there, is in [lo, hi) */
+    unsigned lo = 0, hi = cl->count; /* f, if there, is in [lo, hi) */
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (cl->free[mid] > f)
+        if (class_at(cl, mid) > f)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < DEPTH && cl->free[lo] == f ? lo : DEPTH;
+    return lo < cl->count && class_at(cl, lo) == f ? lo : DEPTH;
 }
 
 static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t f)
@@ -481,10 +503,14 @@ static void class_push(struct mtl_ptrcode *pc, uint32_t key, uint64_t f)
         memset(cl, 0, sizeof *cl);
         cl->key = key;
     }
-    if (pc->deep && cl->free[DEPTH - 1])
-        over_push(pc, cl, cl->free[DEPTH - 1]);
-    memmove(&cl->free[1], &cl->free[0], (DEPTH - 1) * sizeof cl->free[0]);
-    cl->free[0] = f;
+    cl->head = (cl->head + DEPTH - 1) % DEPTH;
+    if (cl->count == DEPTH) { /* the oldest, at the new head, drops out */
+        if (pc->deep)
+            over_push(pc, cl, cl->free[cl->head]);
+    } else {
+        cl->count++;
+    }
+    cl->free[cl->head] = f;
     if (pc->deep)
         pc->flist[f % FR] = LISTED_ARRAY;
 }
@@ -862,7 +888,7 @@ int mtl__pc_get_alloc(struct mtl_ptrcode *pc, uint32_t thread, uint64_t size, ui
             struct class_list *cl = class_list(pc, key);
             if (cl->key != key)
                 return -1;
-            f = cl->free[v0 - 1];
+            f = class_at(cl, (unsigned)v0 - 1);
             class_take(pc, cl, (unsigned)v0 - 1);
         } else if (v0 == CODE_DEEP && pc->deep) {
             uint32_t key = class_key(lane, class_of(size));
