@@ -261,6 +261,48 @@ static void far_frees_at_word_ends(void)
     mtl__pc_free(dec);
 }
 
+/* Version 9's code 128: the (33 + j)-th of a list, past its first 32.
+ * 40 blocks of 16 bytes made and freed newest first: their list holds
+ * frees 40 to 9 in its array and 8 to 1 past it, newest first. */
+static void deep_codes_checked(void)
+{
+    struct mtl_ptrcode *enc = mtl__pc_new(1, MTL_FORMAT_VERSION), *dec = mtl__pc_new(0, MTL_FORMAT_VERSION);
+    struct mtl_ptrcode *v8 = mtl__pc_new(0, 8);
+    CHECK(enc && dec && v8);
+    uint64_t v[2], p;
+    for (int i = 0; i < 40; i++) {
+        unsigned n = mtl__pc_put_alloc(enc, 0, 16, 0x1000 + 32 * (uint64_t)i, 0, v, NULL);
+        CHECK(mtl__pc_get_alloc(dec, 0, 16, v[0], n > 1 ? v[1] : 0, &p) == 0);
+        CHECK(mtl__pc_get_alloc(v8, 0, 16, v[0], n > 1 ? v[1] : 0, &p) == 0);
+    }
+    for (int i = 39; i >= 0; i--) {
+        unsigned n = mtl__pc_put_free(enc, 0, 0x1000 + 32 * (uint64_t)i, v, NULL);
+        CHECK(mtl__pc_get_free(dec, 0, v[0], n > 1 ? v[1] : 0, &p) == 0);
+        CHECK(mtl__pc_get_free(v8, 0, v[0], n > 1 ? v[1] : 0, &p) == 0);
+    }
+    CHECK(mtl__pc_alloc_two(128));
+    CHECK(mtl__pc_get_alloc(v8, 0, 16, 128, 0, &p) < 0);    /* no such code before 9 */
+    CHECK(mtl__pc_get_alloc(dec, 0, 48, 128, 0, &p) < 0);   /* another class: no list */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 8, &p) < 0);   /* 8 past the array */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 4096, &p) < 0);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, UINT64_MAX, &p) < 0);
+    /* Free f is block 40 - f's.  Free 6, the third past the array; then
+     * free 8, the first: past it are 7, 5, 4, 3, 2, 1. */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 2, &p) == 0 && p == 0x1000 + 32 * 34);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 0, &p) == 0 && p == 0x1000 + 32 * 32);
+    /* The array's first taken (free 40): free 7 comes up as its 32nd;
+     * that taken, free 5; that taken, free 4: past it are 3, 2, 1. */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 1, 0, &p) == 0 && p == 0x1000 + 32 * 0);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 32, 0, &p) == 0 && p == 0x1000 + 32 * 33);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 32, 0, &p) == 0 && p == 0x1000 + 32 * 35);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 0, &p) == 0 && p == 0x1000 + 32 * 37);
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 2, &p) < 0);   /* 2 and 1 left */
+    CHECK(mtl__pc_get_alloc(dec, 0, 16, 128, 1, &p) == 0 && p == 0x1000 + 32 * 39);
+    mtl__pc_free(enc);
+    mtl__pc_free(dec);
+    mtl__pc_free(v8);
+}
+
 /* Corrupt values: refused or decoded, never a crash; the window's first
  * free cannot name a block that is not there. */
 static void corrupt_values(void)
@@ -305,6 +347,7 @@ static void corrupt_values(void)
             (void)mtl__pc_get_free(dec, (uint32_t)rnd(), v0, v1, &p);
     }
     mtl__pc_free(dec);
+    deep_codes_checked();
 }
 
 /* The encoder and the reader on the same events, through a trace. */
