@@ -150,6 +150,7 @@ bench:
 	@sh bench/profile.sh
 	@sh bench/streams.sh
 	@sh bench/memory.sh
+	@sh bench/startup.sh
 
 PREFIX ?= /usr/local
 install: all

@@ -17,9 +17,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,6 +257,7 @@ static void round_locked(int final, unsigned trylock_spins)
     if (final) {
         mtl_encoder_end(&w.enc, (unsigned)atomic_load(&w.finish_reason), w.finish_detail);
         atomic_store(&w.done, 1);
+        syscall(SYS_futex, &w.done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
     }
     mtl__tls.in_hook--;
     if (w.enc.failed)
@@ -407,10 +411,19 @@ void mtl__writer_finish(int reason, int detail, unsigned timeout_ms)
         pthread_mutex_unlock(&w.wmu);
     }
 wait:
-    for (unsigned ms = 0; !atomic_load(&w.done) && ms < timeout_ms; ms++) {
-        struct timespec one = {0, 1000000};
-        nanosleep(&one, NULL);
+    /* Woken when the END record is written (round_locked): a sleep of a
+     * millisecond at a time made every exit wait for the next one. */
+    int saved = errno;
+    for (uint64_t until = mtl__monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
+         !atomic_load(&w.done);) {
+        uint64_t now = mtl__monotonic_ns();
+        if (now >= until)
+            break;
+        struct timespec left = { (time_t)((until - now) / 1000000000u),
+                                 (long)((until - now) % 1000000000u) };
+        syscall(SYS_futex, &w.done, FUTEX_WAIT_PRIVATE, 0, &left, NULL, 0);
     }
+    errno = saved;
     if (atomic_load(&w.done) && mtl__writer_running && reason != MTL_END_SIGNAL &&
         !pthread_equal(pthread_self(), w.thread)) {
         pthread_join(w.thread, NULL);
