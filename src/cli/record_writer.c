@@ -271,6 +271,12 @@ static void *writer(void *arg)
 {
     struct record_writer *rw = arg;
     struct mtl_region *r = rw->r;
+    /* The encoder's buffers and zstd's context now, while the program
+     * starts: its first request (begin the trace) waits for the answer.
+     * A failure here is begin_trace's to report. */
+    pthread_mutex_lock(&rw->mu);
+    (void)mtl_encoder_setup(&rw->enc);
+    pthread_mutex_unlock(&rw->mu);
     for (unsigned round = 0;; round++) {
         atomic_store(&r->beat, now_ns());
         int done = atomic_load(&rw->child_done); /* before the last look */
