@@ -10,7 +10,7 @@
 #   env            env /bin/true (the floor of the preload row: env's exec)
 #   cli            memtally --version (loading memtally and its libraries)
 #   record         memtally record -q -o T -- /bin/true
-#   record sampled memtally record -q --sample -o T -- /bin/true
+#   sampled        memtally record -q --sample -o T -- /bin/true
 #   preload        env LD_PRELOAD=build/libmemtally.so /bin/true: the
 #                  program records on its own (its own writer thread, its
 #                  trace in the current directory), as without memtally
