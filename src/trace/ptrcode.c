@@ -521,10 +521,10 @@ static int free_known(const struct mtl_ptrcode *pc, uint64_t f)
     return f && f <= pc->frees && pc->frees - f < FR;
 }
 
-/* A free (by place or not): it takes the next number, its address goes
- * in the frees' ring.  (The encoder has updated its index.) */
 static void unlist_any(struct mtl_ptrcode *pc, uint64_t f);
 
+/* A free (by place or not): it takes the next number, its address goes
+ * in the frees' ring.  (The encoder has updated its index.) */
 static uint64_t free_numbered(struct mtl_ptrcode *pc, uint64_t ptr)
 {
     uint64_t f = ++pc->frees;
