@@ -1,6 +1,6 @@
 /*
  * trace_encode.h: writing traces of versions 1 to 5 by hand (6 with
- * empty_more), field by field, as docs/FORMAT.md lays them out, for the
+ * empty_more; 10's runs with all_streams, pointers left out), field by field, as docs/FORMAT.md lays them out, for the
  * tests: the reader's specification
  * test (tests/unit/test_reader_spec.c) and the hand-made traces of the
  * integration tests (tests/tools/mktrace.c).  Header-only.
@@ -41,6 +41,7 @@ struct tb_buf {
     size_t n[MTL_STREAMS];
     int bad_count; /* write a wrong number of streams (damage tests) */
     int empty_more; /* empty streams after the five (version 6's PTR_MORE, 7's PTR_FREE) */
+    int all_streams; /* every stream with its bytes (version 10's RUNS) */
 };
 
 /* A file being written: its block numbers count from 0. */
@@ -52,7 +53,7 @@ struct tb_file {
 static inline void tb_clear(struct tb_buf *b)
 {
     memset(b->n, 0, sizeof b->n);
-    b->bad_count = b->empty_more = 0;
+    b->bad_count = b->empty_more = b->all_streams = 0;
 }
 
 static inline int tb_empty(const struct tb_buf *b)
@@ -118,16 +119,24 @@ static inline void tb_str(struct tb_buf *b, const char *s) { tb_bytes(b, s, strl
  * version 6. */
 #define TB_STREAMS MTL_S_PTR_MORE
 
+/* Version 10's RUNS value of an ALLOC's or FREE's run: how many more
+ * records, and whether a run of the other type follows. */
+static inline void tb_run(struct tb_buf *b, uint64_t more, int other_follows)
+{
+    tb_var_in(b, MTL_S_RUNS, more << 1 | (unsigned)other_follows);
+}
+
 /* The payload: the stream count and lengths, then the streams.  out must
  * have room for all of b and 64 bytes more. */
 static inline size_t tb_payload(const struct tb_buf *b, uint8_t *out)
 {
-    uint8_t *p = mtl__put_varint(out, TB_STREAMS + (unsigned)(b->bad_count + b->empty_more));
-    for (int i = 0; i < TB_STREAMS; i++)
+    int streams = b->all_streams ? MTL_STREAMS : TB_STREAMS;
+    uint8_t *p = mtl__put_varint(out, (unsigned)(streams + b->bad_count + b->empty_more));
+    for (int i = 0; i < streams; i++)
         p = mtl__put_varint(p, b->n[i]);
     for (int i = 0; i < b->empty_more; i++)
         p = mtl__put_varint(p, 0);
-    for (int i = 0; i < TB_STREAMS; i++) {
+    for (int i = 0; i < streams; i++) {
         memcpy(p, b->d[i], b->n[i]);
         p += b->n[i];
     }

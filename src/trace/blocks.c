@@ -179,15 +179,27 @@ static int vals_room(struct slot *s, int i, size_t n)
     return 0;
 }
 
+/* The most records s's block can hold: a byte of MAIN each, but from
+ * version 10 an ALLOC or FREE of a run has none there; it has a SIZE or a
+ * PTR_FREE number of a byte at least. */
+static size_t most_records(const struct mtl_blocks *b, const struct slot *s)
+{
+    size_t most = (size_t)(s->se[MTL_S_MAIN] - s->sp[MTL_S_MAIN]);
+    if (b->version >= MTL_FORMAT_RUNS_FIRST)
+        most += (size_t)(s->se[MTL_S_SIZE] - s->sp[MTL_S_SIZE]) +
+                (size_t)(s->se[MTL_S_PTR_FREE] - s->sp[MTL_S_PTR_FREE]);
+    return most;
+}
+
 /* Decodes the TIME stream of version 5 on (docs/FORMAT.md, "Times"): each
  * token t stands for t >> 1 zeros, then a 1 when t is even, else for the
  * number after it (nothing when that is 0).  There cannot be more times
- * than records, each a byte of the MAIN stream at least: a longer run is
- * damage, and a few bytes cannot ask for gigabytes. */
-static int decode_time_runs(struct slot *s)
+ * than records (most_records): a longer run is damage, and a few bytes
+ * cannot ask for gigabytes. */
+static int decode_time_runs(const struct mtl_blocks *b, struct slot *s)
 {
     const uint8_t *p = s->sp[MTL_S_TIME], *e = s->se[MTL_S_TIME];
-    size_t most = (size_t)(s->se[MTL_S_MAIN] - s->sp[MTL_S_MAIN]);
+    size_t most = most_records(b, s);
     if (vals_room(s, MTL_S_TIME, most ? most : 1) < 0)
         return MTL_ENOMEM;
     uint64_t *o = s->vals[MTL_S_TIME], *end = o + most;
@@ -242,7 +254,7 @@ static int decode_stream(struct slot *s, int i, int deltas)
 static int decode_coded(const struct mtl_blocks *b, struct slot *s, int i)
 {
     if (i == MTL_S_TIME && b->version >= MTL_FORMAT_TIME_RUNS_FIRST)
-        return decode_time_runs(s);
+        return decode_time_runs(b, s);
     return decode_stream(s, i, i == MTL_S_STACK && stack_deltas(b));
 }
 

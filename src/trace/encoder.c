@@ -145,12 +145,32 @@ static void set_level(struct mtl_encoder *e, int level)
     e->level = level;
 }
 
+/* The open run's value into RUNS (docs/FORMAT.md, "Runs"): how many
+ * more records of its type, and whether a run of the other type follows
+ * at once. */
+static inline void put_run_value(struct mtl_encoder *e, int other_follows)
+{
+    uint8_t *p = e->stream[MTL_S_RUNS] + e->used[MTL_S_RUNS];
+    size_t n = (size_t)(mtl__put_varint(p, e->run_more << 1 | (unsigned)other_follows) - p);
+    e->used[MTL_S_RUNS] += n;
+    e->total += n;
+}
+
+static inline void end_run(struct mtl_encoder *e)
+{
+    if (!e->run_type)
+        return;
+    put_run_value(e, 0);
+    e->run_type = 0;
+}
+
 void mtl_encoder_flush(struct mtl_encoder *e)
 {
     if (e->total == 0 || e->failed)
         return;
     if (e->time_zeros)
         put_time_run(e, 0);
+    end_run(e); /* a run ends with its block */
     /* The payload: the stream lengths, then the streams. */
     uint8_t *p = mtl__put_varint(e->raw, MTL_STREAMS);
     for (int i = 0; i < MTL_STREAMS; i++)
@@ -228,6 +248,29 @@ static inline void put_var(struct mtl_encoder *e, int stream, uint64_t v)
     size_t n = (size_t)(mtl__put_varint(p, v) - p);
     e->used[stream] += n;
     e->total += n;
+}
+
+/* The type byte of an ALLOC or a FREE.  When nothing came into MAIN
+ * since the open run began (a record written there is read between), it
+ * is one more of the run, or the first of a run of the other type, which
+ * needs no byte; else a run of its own. */
+static inline void put_run_type(struct mtl_encoder *e, uint8_t type)
+{
+    if (e->run_type && e->used[MTL_S_MAIN] == e->run_main_end) {
+        if (type != e->run_type) {
+            put_run_value(e, 1);
+            e->run_type = type;
+            e->run_more = 0;
+        } else {
+            e->run_more++;
+        }
+        return;
+    }
+    end_run(e);
+    put_byte(e, MTL_S_MAIN, type);
+    e->run_type = type;
+    e->run_main_end = e->used[MTL_S_MAIN];
+    e->run_more = 0;
 }
 
 static void put_str(struct mtl_encoder *e, int stream, const char *str, size_t n)
@@ -346,6 +389,7 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->last_us = 0;
     e->time_zeros = 0;
     e->last_stack = 0;
+    e->run_type = 0;
     e->cur_thread = UINT32_MAX;
     e->last_rss = 0;
     e->allocations = e->frees = e->bytes = 0;
@@ -432,7 +476,10 @@ static void put_alloc(struct mtl_encoder *e, uint64_t t_ns, uint64_t size, uint3
         e->allocations++;
         e->bytes += size;
     }
-    put_byte(e, MTL_S_MAIN, flags ? MTL_REC_ALLOC_EX : MTL_REC_ALLOC);
+    if (flags)
+        put_byte(e, MTL_S_MAIN, MTL_REC_ALLOC_EX);
+    else
+        put_run_type(e, MTL_REC_ALLOC);
     put_dt(e, t_ns);
     put_var(e, MTL_S_SIZE, size);
     put_var(e, MTL_S_STACK, mtl__zigzag((int64_t)stack - (int64_t)e->last_stack));
@@ -459,7 +506,7 @@ static void put_alloc(struct mtl_encoder *e, uint64_t t_ns, uint64_t size, uint3
 static void put_free(struct mtl_encoder *e, uint64_t t_ns, uint64_t ptr, int gc)
 {
     e->frees += !gc;
-    put_byte(e, MTL_S_MAIN, MTL_REC_FREE);
+    put_run_type(e, MTL_REC_FREE);
     put_dt(e, t_ns);
     uint64_t v[2];
     struct mtl_pc_news news = { 0 };

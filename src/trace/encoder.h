@@ -111,6 +111,9 @@ struct mtl_encoder {
     uint64_t last_us;
     uint64_t time_zeros;       /* zero differences of time not yet written */
     uint32_t last_stack;       /* the block's last ALLOC's stack id */
+    uint8_t run_type;          /* the open run's record type (0: none) */
+    size_t run_main_end;       /* MAIN's length after its type byte */
+    uint64_t run_more;         /* its records after the first */
     struct mtl_ptrcode *pc;    /* the addresses' model (mapped in setup) */
     uint32_t cur_thread;
     uint64_t last_rss;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MTL_FILE_MAGIC "MEMTALLY"   /* 8 bytes at offset 0 */
-#define MTL_FORMAT_VERSION 9u       /* u32 little endian at offset 8 */
+#define MTL_FORMAT_VERSION 10u      /* u32 little endian at offset 8 */
 #define MTL_FORMAT_OLDEST 1u        /* the oldest version readers take */
 #define MTL_FILE_HEADER_SIZE 16     /* magic, version, u32 flags (0) */
 
@@ -31,20 +31,24 @@ enum mtl__stream {
     MTL_S_PTR = 4,
     MTL_S_PTR_MORE = 5, /* version 6 on: an address's second value */
     MTL_S_PTR_FREE = 6, /* version 7 on: a FREE's address code */
-    MTL_STREAMS = 7,
+    MTL_S_RUNS = 7,     /* version 10 on: how many more ALLOCs or FREEs */
+    MTL_STREAMS = 8,
 };
 
 /* The streams of a block of a given version: from version 6 an
  * address's second value (a difference, a free number far back) has a
  * stream of its own, apart from the codes, whose bytes are alike;
- * before, it followed its code in the pointer stream. */
+ * before, it followed its code in the pointer stream.  Version 7 added
+ * PTR_FREE, version 10 RUNS. */
 #define MTL_FORMAT_PTR_MORE_FIRST 6u
 #define MTL_FORMAT_PTR_FREE_FIRST 7u
+#define MTL_FORMAT_RUNS_FIRST 10u
 static inline unsigned mtl__streams_of(uint32_t version)
 {
-    return version >= MTL_FORMAT_PTR_FREE_FIRST   ? MTL_STREAMS
-           : version >= MTL_FORMAT_PTR_MORE_FIRST ? MTL_STREAMS - 1
-                                                  : MTL_STREAMS - 2;
+    return version >= MTL_FORMAT_RUNS_FIRST       ? MTL_STREAMS
+           : version >= MTL_FORMAT_PTR_FREE_FIRST ? MTL_STREAMS - 1
+           : version >= MTL_FORMAT_PTR_MORE_FIRST ? MTL_STREAMS - 2
+                                                  : MTL_STREAMS - 3;
 }
 
 /* The stream a FREE's address code is in: from version 7 one of its own,
@@ -114,6 +118,16 @@ enum mtl__record {
     MTL_REC_GC_HEAP = 0x10,     /* version 3 */
     MTL_REC_CALLS = 0x11,       /* version 3 */
 };
+
+/* From version 10 an ALLOC's or FREE's type byte stands for a run of
+ * records of its type: the RUNS stream says how many more follow
+ * (docs/FORMAT.md, "Runs").  A program allocates and frees in runs
+ * whose pattern repeats: its counts compress far better than a byte a
+ * record. */
+static inline int mtl__is_run_record(uint32_t version, uint8_t type)
+{
+    return version >= MTL_FORMAT_RUNS_FIRST && (type == MTL_REC_ALLOC || type == MTL_REC_FREE);
+}
 
 /* Flags of an ALLOC_EX record. */
 #define MTL_ALLOC_EX_TAG 0x1u     /* a type tag string id follows */

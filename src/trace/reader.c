@@ -60,6 +60,9 @@ struct mtl_reader {
     const struct mtl_block *blk;
     const uint8_t *sp, *se;
     uint32_t vi[MTL_STREAMS];
+    uint64_t run_left;      /* version 10: records of the open run to come, */
+    uint8_t run_type;       /* their type (docs/FORMAT.md, "Runs"), and */
+    uint8_t run_next;       /* whether a run of the other type follows */
     uint64_t blocks;
     uint64_t seq;           /* allocations and frees so far */
     int at_eof;
@@ -163,6 +166,7 @@ static int next_block(struct mtl_reader *r)
     r->sp = b->main;
     r->se = b->main_end;
     memset(r->vi, 0, sizeof r->vi);
+    r->run_left = r->run_next = 0; /* a run ends with its block */
     r->pos = b->end;
     r->blocks++;
     return 1;
@@ -197,6 +201,53 @@ static int block_used_up(struct mtl_reader *r)
             return MTL_ECORRUPT;                                             \
         (v) = r->blk->val[stream][r->vi[stream]++];                          \
     } while (0)
+
+/* Whether the block has records left: in MAIN, or of an open run. */
+static inline int more_records(const struct mtl_reader *r)
+{
+    return r->sp < r->se || r->run_left;
+}
+
+/* The next record's type: the open run's, else MAIN's next byte. */
+static inline uint8_t peek_type(const struct mtl_reader *r)
+{
+    return r->run_left ? r->run_type : *r->sp;
+}
+
+/* Opens a run of type from RUNS' next value: how many more records
+ * than the first (taken: read already), and whether one of the other
+ * type follows.  0, or MTL_ECORRUPT. */
+static int open_run(struct mtl_reader *r, uint8_t type, int taken)
+{
+    uint64_t v;
+    GETS(MTL_S_RUNS, v);
+    r->run_type = type;
+    r->run_left = (v >> 1) + !taken;
+    r->run_next = v & 1;
+    return 0;
+}
+
+static inline uint8_t other_run_type(uint8_t type)
+{
+    return type == MTL_REC_ALLOC ? MTL_REC_FREE : MTL_REC_ALLOC;
+}
+
+/* Takes the record of type peek_type gave: one of the open run's, else
+ * MAIN's byte, which opens a run when its type has them (version 10).
+ * A run that ends may open the next.  0, or MTL_ECORRUPT. */
+static inline int take_type(struct mtl_reader *r, uint8_t type)
+{
+    if (r->run_left) {
+        r->run_left--;
+    } else {
+        r->sp++;
+        if (!mtl__is_run_record(r->info.version, type))
+            return 0;
+        if (open_run(r, type, 1) < 0)
+            return MTL_ECORRUPT;
+    }
+    return !r->run_left && r->run_next ? open_run(r, other_run_type(type), 0) : 0;
+}
 
 static int get_bytes(struct mtl_reader *r, const uint8_t **s, size_t *n)
 {
@@ -605,9 +656,11 @@ static int sums_less_skipped(struct mtl_reader *r, const struct mtl_block_sums *
 
 static int read_record(struct mtl_reader *r, struct mtl_event *ev)
 {
-    uint8_t type = *r->sp++;
+    uint8_t type = peek_type(r);
     uint64_t v, v2;
-    int rc;
+    int rc = take_type(r, type);
+    if (rc < 0)
+        return rc;
     /* The hot records fill every field themselves; the rest start clean. */
     if (type != MTL_REC_ALLOC && type != MTL_REC_FREE)
         memset(ev, 0, sizeof *ev);
@@ -830,7 +883,7 @@ static int advance_block(struct mtl_reader *r)
 int mtl_reader_next(struct mtl_reader *r, struct mtl_event *ev)
 {
     for (;;) {
-        while (r->sp < r->se) {
+        while (more_records(r)) {
             int rc = read_record(r, ev);
             if (rc != 0) {
                 if (rc > 0 && (ev->type == MTL_EV_ALLOC || ev->type == MTL_EV_FREE))
@@ -850,13 +903,12 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
 {
     out->n = 0;
     for (;;) {
-        while (r->sp < r->se && out->n < MTL_ALLOCS_BATCH) {
-            uint8_t type = *r->sp;
+        while (more_records(r) && out->n < MTL_ALLOCS_BATCH) {
+            uint8_t type = peek_type(r);
             uint64_t dt, size, stack, ptr;
             int rc;
             if (type == MTL_REC_ALLOC && (r->heaps & MTL_HEAPS_MALLOC)) {
-                r->sp++;
-                if ((rc = need_sizes(r)) < 0)
+                if ((rc = take_type(r, type)) < 0 || (rc = need_sizes(r)) < 0)
                     return rc;
                 GETS(MTL_S_TIME, dt);
                 GETS(MTL_S_SIZE, size);
@@ -875,7 +927,8 @@ int mtl__reader_allocs(struct mtl_reader *r, struct mtl_allocs *out)
                 out->thread[i] = r->cur_thread;
                 out->tag[i] = 0;
             } else if (type == MTL_REC_FREE && !r->gc_seen) {
-                r->sp++;
+                if ((rc = take_type(r, type)) < 0)
+                    return rc;
                 GETS(MTL_S_TIME, dt);
                 if ((rc = get_ptr(r, PTR_FREE, 0, &ptr)) < 0)
                     return rc;
@@ -925,18 +978,29 @@ static int walk_rest(struct mtl_reader *r)
     const uint64_t *time = r->blk->val[MTL_S_TIME];
     uint32_t ti = r->vi[MTL_S_TIME], tn = r->blk->nval[MTL_S_TIME], allocs = 0;
     uint64_t last = r->last_us, seq = r->seq;
-    int rc = 0;
-    while (sp < se) {
-        uint8_t type = *sp;
+    int runs = r->info.version >= MTL_FORMAT_RUNS_FIRST, rc = 0;
+    while (sp < se || r->run_left) {
+        uint8_t type = r->run_left ? r->run_type : *sp;
         if (type == MTL_REC_ALLOC || type == MTL_REC_FREE) {
-            if (ti >= tn) {
+            /* a record, or all of its run at once, then the next run */
+            uint64_t n = r->run_left;
+            if (!n) {
+                sp++; /* MAIN's byte: the first, and maybe the run's */
+                if (runs && (rc = open_run(r, type, 1)) < 0)
+                    break;
+                n = 1 + r->run_left;
+            }
+            r->run_left = 0;
+            if (n > tn - ti) {
                 rc = MTL_ECORRUPT;
                 break;
             }
-            last += time[ti++];
-            allocs += type == MTL_REC_ALLOC;
-            seq++;
-            sp++;
+            for (uint32_t end = ti + (uint32_t)n; ti < end; ti++)
+                last += time[ti];
+            allocs += type == MTL_REC_ALLOC ? (uint32_t)n : 0;
+            seq += n;
+            if (r->run_next && (rc = open_run(r, other_run_type(type), 0)) < 0)
+                break;
             continue;
         }
         struct mtl_event ev;

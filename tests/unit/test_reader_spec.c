@@ -9,6 +9,8 @@
 
 #include "check.h"
 #include "memtally/trace.h"
+#include "trace/allocs.h"
+#include "trace/blocksums.h"
 #include "trace_encode.h"
 
 static char path[] = "/tmp/memtally-unit-XXXXXX";
@@ -503,6 +505,116 @@ static void test_time_runs(void)
     }
 }
 
+/* Version 10's runs (docs/FORMAT.md, "Runs"), pointers left out (the
+ * reader skips them): MAIN's ALLOC opens a run of three allocations
+ * followed by two frees (RUNS 2<<1|1, then 1<<1); an RSS; MAIN's FREE
+ * opens a run of one, followed by a run of one allocation.  Every record
+ * 1 us after the one before: the token 0 ("Times"). */
+static void runs_block(struct tb_buf *b, uint64_t first_more, int extra_value)
+{
+    tb_clear(b);
+    b->all_streams = 1;
+    header_record(b);
+    tb_byte(b, MTL_REC_STACK_NODES);
+    tb_var(b, 1), tb_var(b, 2);
+    tb_var(b, 1), tb_var(b, mtl__zigzag(0x400100) << 1);
+    tb_var(b, 1), tb_var(b, mtl__zigzag(0x200) << 1);
+    tb_byte(b, MTL_REC_THREAD_START), tb_var(b, 0), tb_var(b, 4242);
+    tb_byte(b, MTL_REC_ALLOC), tb_run(b, first_more, 1), tb_run(b, 1, 0);
+    tb_byte(b, MTL_REC_RSS), tb_var(b, 8192);
+    tb_byte(b, MTL_REC_FREE), tb_run(b, 0, 1), tb_run(b, 0, 0);
+    if (extra_value)
+        tb_run(b, 0, 0);
+    tb_byte(b, MTL_REC_END), tb_var(b, 0), tb_var(b, 0);
+    for (int i = 0; i < 10; i++)
+        tb_dt(b, 0);
+    const uint64_t sizes[] = { 10, 20, 30, 40 }, stacks[] = { 1, 2, 1, 2 };
+    uint64_t last = 0;
+    for (int i = 0; i < 4; i++) {
+        tb_size(b, sizes[i]);
+        tb_stack(b, mtl__zigzag((int64_t)stacks[i] - (int64_t)last));
+        last = stacks[i];
+    }
+}
+
+/* Reads path's events without pointers: their types as letters (a, f,
+ * r: RSS, s: thread start), each at 1 us after the one before. */
+static int read_runs(char *types, size_t cap)
+{
+    struct mtl_reader *r;
+    int rc = mtl_reader_open(&r, path);
+    if (rc < 0)
+        return rc;
+    mtl_reader_skip_pointers(r, 1);
+    struct mtl_event ev;
+    size_t n = 0;
+    while ((rc = mtl_reader_next(r, &ev)) > 0 && n + 1 < cap) {
+        CHECK_EQ(ev.time_us, n + 1);
+        types[n++] = ev.type == MTL_EV_ALLOC ? 'a' : ev.type == MTL_EV_FREE ? 'f'
+                     : ev.type == MTL_EV_RSS ? 'r' : ev.type == MTL_EV_THREAD_START ? 's' : '?';
+    }
+    types[n] = 0;
+    if (rc == 0 && !mtl_reader_info(r)->complete)
+        rc = -1000;
+    mtl_reader_close(r);
+    return rc;
+}
+
+static void test_runs(void)
+{
+    struct tb_buf b;
+    char types[64];
+    runs_block(&b, 2, 0);
+    write_trace_version(MTL_FORMAT_RUNS_FIRST, &b, NULL);
+    CHECK_EQ(read_runs(types, sizeof types), 0);
+    CHECK(strcmp(types, "saaaffrfa") == 0);
+
+    /* The same allocations one by one, and summed per stack. */
+    struct mtl_reader *r;
+    CHECK(mtl_reader_open(&r, path) == 0);
+    mtl_reader_skip_pointers(r, 1);
+    static struct mtl_allocs got;
+    CHECK_EQ(mtl__reader_allocs(r, &got), 1);
+    CHECK_EQ(got.n, 4);
+    const uint64_t seq[] = { 0, 1, 2, 6 }, time[] = { 2, 3, 4, 9 };
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(got.seq[i], seq[i]);
+        CHECK_EQ(got.time_us[i], time[i]);
+        CHECK_EQ(got.size[i], 10 * (uint64_t)(i + 1));
+        CHECK_EQ(got.stack[i], i % 2 ? 2 : 1);
+    }
+    CHECK_EQ(mtl__reader_allocs(r, &got), 0);
+    CHECK_EQ(mtl_reader_info(r)->duration_us, 10);
+    mtl_reader_close(r);
+    CHECK(mtl_reader_open(&r, path) == 0);
+    mtl_reader_skip_pointers(r, 1);
+    const struct mtl_block_sums *s;
+    CHECK_EQ(mtl__reader_alloc_sums(r, &s), 1);
+    CHECK_EQ(s->allocs, 4);
+    CHECK_EQ(s->n, 2);
+    CHECK_EQ(mtl__reader_alloc_sums(r, &s), 0);
+    CHECK_EQ(mtl_reader_info(r)->duration_us, 10);
+    CHECK(mtl_reader_info(r)->complete);
+    mtl_reader_close(r);
+
+    /* Damage: a run longer than the block's records (the times run out);
+     * a RUNS value no run used; the same block as version 9, which has no
+     * RUNS stream.  Each corrupt on every path, none a crash. */
+    for (int k = 0; k < 3; k++) {
+        runs_block(&b, k == 0 ? 1000 : 2, k == 1);
+        write_trace_version(k == 2 ? MTL_FORMAT_RUNS_FIRST - 1 : MTL_FORMAT_RUNS_FIRST, &b, NULL);
+        CHECK_EQ(read_runs(types, sizeof types), MTL_ECORRUPT);
+        int rc = mtl_reader_open(&r, path); /* version 9: its first block */
+        if (rc == 0) {
+            mtl_reader_skip_pointers(r, 1);
+            while ((rc = mtl__reader_alloc_sums(r, &s)) > 0)
+                ;
+            mtl_reader_close(r);
+        }
+        CHECK_EQ(rc, MTL_ECORRUPT);
+    }
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -514,6 +626,7 @@ int main(void)
     test_tag();
     test_gc_heap();
     test_time_runs();
+    test_runs();
     test_damage();
     unlink(path);
     CHECKS_DONE();
