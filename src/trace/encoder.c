@@ -1122,11 +1122,44 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
 
 /* --- records from values (memtally merge) ----------------------------------- */
 
+/* What the values API holds back: the nodes' bytes, and the events. */
+#define HELD_NODES_CAP (256u << 10)
+#define HELD_EVENTS 8192
+
+static void put_event_now(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,
+                          const char *name);
+
+/* Writes what is held: the nodes as one record, then the events. */
+static void put_held(struct mtl_encoder *e)
+{
+    if (e->held_count) {
+        reserve(e, e->held_nodes_len + 3 * MTL_VARINT_MAX);
+        put_byte(e, MTL_S_MAIN, MTL_REC_STACK_NODES);
+        put_var(e, MTL_S_MAIN, e->held_first);
+        put_var(e, MTL_S_MAIN, e->held_count);
+        memcpy(e->stream[MTL_S_MAIN] + e->used[MTL_S_MAIN], e->held_nodes, e->held_nodes_len);
+        e->used[MTL_S_MAIN] += e->held_nodes_len;
+        e->total += e->held_nodes_len;
+        e->held_count = 0;
+        e->held_nodes_len = 0;
+    }
+    for (size_t i = 0; i < e->nheld; i++)
+        put_event_now(e, &e->held[i], 0, NULL);
+    e->nheld = 0;
+}
+
 int mtl_encoder_begin_values(struct mtl_encoder *e, const struct mtl_trace_info *info,
                              mtl_sink_fn sink, void *ctx)
 {
     e->r = NULL;
     start_file(e, sink, ctx);
+    if ((!e->held_nodes && !(e->held_nodes = pages(HELD_NODES_CAP))) ||
+        (!e->held && !(e->held = pages(HELD_EVENTS * sizeof *e->held)))) {
+        fail(e, ENOMEM);
+        return -ENOMEM;
+    }
+    e->held_count = 0;
+    e->held_nodes_len = e->nheld = 0;
     int rc = write_file_header(e);
     if (rc < 0)
         return rc;
@@ -1138,6 +1171,7 @@ int mtl_encoder_begin_values(struct mtl_encoder *e, const struct mtl_trace_info 
 
 void mtl_encoder_put_module(struct mtl_encoder *e, uint32_t index, const struct mtl_module *m)
 {
+    put_held(e); /* the nodes held are not in it: they came before */
     size_t plen = strlen(m->path);
     reserve(e, 8 * MTL_VARINT_MAX + plen + m->build_id_size + m->nsegments * 3 * MTL_VARINT_MAX);
     put_byte(e, MTL_S_MAIN, MTL_REC_MODULE_LOAD);
@@ -1154,25 +1188,48 @@ void mtl_encoder_put_module(struct mtl_encoder *e, uint32_t index, const struct 
     }
 }
 
+/* A node is held, to go out with the ones after it in one record before
+ * the events held: defined earlier than where it was put, as a node may
+ * be, never later. */
 void mtl_encoder_put_node(struct mtl_encoder *e, uint32_t id, uint32_t parent, int custom,
                           uint64_t addr, uint64_t parent_addr)
 {
-    reserve(e, 5 * MTL_VARINT_MAX);
-    put_byte(e, MTL_S_MAIN, MTL_REC_STACK_NODES);
-    put_var(e, MTL_S_MAIN, id);
-    put_var(e, MTL_S_MAIN, 1);
-    put_var(e, MTL_S_MAIN, id - parent);
-    put_var(e, MTL_S_MAIN, custom ? addr << 1 | 1
+    if ((e->held_count && id != e->held_first + e->held_count) ||
+        e->held_nodes_len + 2 * MTL_VARINT_MAX > HELD_NODES_CAP)
+        put_held(e);
+    if (!e->held_count)
+        e->held_first = id;
+    uint8_t *p = e->held_nodes + e->held_nodes_len;
+    p = mtl__put_varint(p, id - parent);
+    p = mtl__put_varint(p, custom ? addr << 1 | 1
                                   : mtl__zigzag((int64_t)(addr - parent_addr)) << 1);
+    e->held_nodes_len = (size_t)(p - e->held_nodes);
+    e->held_count++;
 }
 
 void mtl_encoder_put_string(struct mtl_encoder *e, uint32_t id, const char *text)
 {
+    put_held(e);
     put_string_record(e, id, text, strlen(text));
 }
 
+/* Allocations and frees are held (with the nodes they may need); any
+ * other event first writes what is held. */
 void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,
                            const char *name)
+{
+    if (ev->type == MTL_EV_ALLOC || ev->type == MTL_EV_FREE) {
+        if (e->nheld == HELD_EVENTS)
+            put_held(e);
+        e->held[e->nheld++] = *ev;
+        return;
+    }
+    put_held(e);
+    put_event_now(e, ev, tid, name);
+}
+
+static void put_event_now(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,
+                          const char *name)
 {
     uint64_t t = ev->time_us * 1000; /* put_dt takes the encoder's nanoseconds */
     size_t nlen = name ? strlen(name) : 0;
@@ -1228,6 +1285,7 @@ void mtl_encoder_put_event(struct mtl_encoder *e, const struct mtl_event *ev, ui
 void mtl_encoder_end_values(struct mtl_encoder *e, uint64_t time_us, unsigned reason,
                             int detail)
 {
+    put_held(e);
     reserve(e, 32);
     put_byte(e, MTL_S_MAIN, MTL_REC_END);
     put_dt(e, time_us * 1000);

@@ -128,6 +128,15 @@ struct mtl_encoder {
     int owner_dead;            /* the program is gone: its locks are ignored */
     int skip_when_busy;        /* a lock held past the spins: no round now
                                   (the program may be dead: see owner_dead) */
+    /* Records from values (memtally merge): new stack nodes, and the
+     * allocations and frees after them, held to be written as one
+     * STACK_NODES record and then the runs of events, as a recording
+     * writes its rounds, rather than a record for each node between. */
+    uint8_t *held_nodes;       /* the nodes' fields, as STACK_NODES has them */
+    size_t held_nodes_len;
+    uint32_t held_first, held_count;
+    struct mtl_event *held;
+    size_t nheld;
     /* Optional: told of the malloc heap's blocks as they are written
      * (memtally record keeps live bytes with it, for status lines). */
     void (*observe)(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size);

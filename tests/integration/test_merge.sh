@@ -67,6 +67,27 @@ grep -q "not one program (--force merges them anyway)" err.txt || fail "two prog
 [ ! -e x.mtly ] || fail "a refused merge left its output"
 "$M" merge --force a.mtly other.mtly -o x.mtly >/dev/null || fail "merge --force of two programs failed"
 expect_eq "--force: the sums" "50" "$("$M" info --json x.mtly | jq .allocations)"
+# One trace merged with a run that adds no event holds that trace's events
+# as they were: every allocation and free at its time, thread, address and
+# size, and under its stack (the merge holds new stack nodes back and
+# writes them in one record before the events that use them, which are
+# then written in runs).  index_churn: two threads, 400,000 events;
+# sqlite3: 450 stacks made as it goes.
+record none.mtly /bin/true || fail "recording /bin/true failed"
+record churn.mtly "$TEST_PROGRAMS/index_churn" 200000 >/dev/null || fail "recording index_churn failed"
+echo "create table t(a, b); insert into t select value, hex(value) from generate_series(1, 2000);
+create index i on t(b); select count(*) from t where b like '%A%';" >q.sql
+record sq.mtly sqlite3 :memory: <q.sql >/dev/null || fail "recording sqlite3 failed"
+events() { "$M" dump "$1" | awk '$3 == "alloc" || $3 == "free" { print $1, $2, $3, $4, $5 }'; }
+for t in churn sq; do
+    "$M" merge --force $t.mtly none.mtly -o $t.2.mtly >/dev/null || fail "merge --force $t.mtly failed"
+    events $t.mtly >$t.ev && events $t.2.mtly >$t.2.ev && cmp -s $t.ev $t.2.ev ||
+        fail "$t: the merged trace's events are not the trace's"
+    [ "$(wc -l <$t.ev)" -gt 5000 ] || fail "$t: too few events to tell: $(wc -l <$t.ev)"
+    "$M" export $t.mtly --format folded -o $t.folded && "$M" export $t.2.mtly --format folded -o $t.2.folded &&
+        cmp -s $t.folded $t.2.folded || fail "$t: the merged trace's stacks are not the trace's"
+done
+[ "$(wc -l <sq.folded)" -gt 100 ] || fail "sqlite3: too few stacks to tell: $(wc -l <sq.folded)"
 mktrace s.mtly <<'EOT'
 header program=/bin/sampled pid=3 mode=sampled rate=1000
 stack s site main
