@@ -1,7 +1,8 @@
 #!/bin/sh
 # What a trace's size is made of: each workload (bench/run.sh's, at its
 # default sizes) recorded, then each stream compressed on its own per
-# block (bench/stream_sizes.c).  About 10 s for python3, the default;
+# block and what each adds to the trace, and the times coded by a
+# context model (bench/stream_sizes.c).  About 10 s for python3, the default;
 # about a minute for all of them.
 #   sh bench/streams.sh [-w "W1 W2..."]
 #     -w LIST   workloads (default python; all: storm1 sqlite python cc1
