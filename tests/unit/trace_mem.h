@@ -6,7 +6,7 @@
  * calls: stacks are made of custom frames named by strings (docs/FORMAT.md,
  * "Stacks"), so the analyses name them without any binary; pointers take
  * the window coding when the window holds them, else the difference
- * (version 3: readers still read it; the recorder writes version 6).
+ * (version 3: readers still read it; the recorder writes the newest).
  * Header-only.
  *
  *     struct tm_trace t;
