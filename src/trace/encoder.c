@@ -164,7 +164,8 @@ static inline void end_run(struct mtl_encoder *e)
     e->run_type = 0;
 }
 
-void mtl_encoder_flush(struct mtl_encoder *e)
+/* The block being filled, to the sink. */
+static void flush_block(struct mtl_encoder *e)
 {
     if (e->total == 0 || e->failed)
         return;
@@ -225,13 +226,13 @@ void mtl_encoder_flush(struct mtl_encoder *e)
 static inline void reserve(struct mtl_encoder *e, size_t n)
 {
     if (e->total >= (large_blocks(e) ? LARGE_LIMIT : SMALL_LIMIT)) {
-        mtl_encoder_flush(e);
+        flush_block(e);
         return;
     }
     /* (And for the run of zero times a flush may end with.) */
     for (int i = 0; i < MTL_STREAMS; i++)
         if (e->used[i] + n + 2 * MTL_VARINT_MAX > STREAM_CAP) {
-            mtl_encoder_flush(e);
+            flush_block(e);
             return;
         }
 }
@@ -427,7 +428,7 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
     if (rc < 0)
         return rc;
     write_header_record(e);
-    mtl_encoder_flush(e);
+    flush_block(e);
     mtl_encoder_publish_counts(e); /* a status now says 0, not the last trace's */
     return e->failed ? -e->err : 0;
 }
@@ -813,7 +814,7 @@ static void write_modules(struct mtl_encoder *e, uint64_t unloads_before)
         reserve(e, STREAM_CAP / 2);
         more = emit_modules(e, unloads_before);
         if (more)
-            mtl_encoder_flush(e);
+            flush_block(e);
     } while (more && !e->failed);
 }
 
@@ -894,7 +895,7 @@ static void write_definitions(struct mtl_encoder *e)
         reserve(e, STREAM_CAP / 2);
         more = emit_nodes(e);
         if (more)
-            mtl_encoder_flush(e);
+            flush_block(e);
     } while (more && !e->failed);
     write_modules(e, nodes_taken ? nodes_taken : 1);
 }
@@ -979,7 +980,7 @@ static int encode_round(struct mtl_encoder *e, int final, uint64_t until,
     if (e->total >= (large_blocks(e) ? LARGE_TARGET : SMALL_TARGET) ||
         now - e->block_started_ns >= (uint64_t)max_age_ms * 1000000ull ||
         now < e->block_started_ns) {
-        mtl_encoder_flush(e);
+        flush_block(e);
         e->block_started_ns = now;
     }
     return 0;
@@ -1013,7 +1014,7 @@ void mtl_encoder_end(struct mtl_encoder *e, unsigned reason, int detail)
     put_dt(e, now);
     put_var(e, MTL_S_MAIN, reason);
     put_var(e, MTL_S_MAIN, (uint64_t)detail);
-    mtl_encoder_flush(e);
+    flush_block(e);
     e->ended = 1;
     mtl_encoder_publish_counts(e);
 }
@@ -1074,7 +1075,7 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
         return -EINVAL;
     /* A round that may not wait leaves the newest events out of the copy. */
     mtl_encoder_round(e, 0, UINT64_MAX, e->skip_when_busy ? BUSY_SPINS : 0, 0);
-    mtl_encoder_flush(e);
+    flush_block(e);
     /* The trace so far, block for block... */
     char buf[65536];
     off_t at = 0;
@@ -1106,7 +1107,7 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
     put_dt(e, mtl_encoder_now(e));
     put_var(e, MTL_S_MAIN, MTL_END_STOP);
     put_var(e, MTL_S_MAIN, 0);
-    mtl_encoder_flush(e);
+    flush_block(e);
     e->sink = sink;
     e->sink_ctx = ctx;
     e->last_us = last_us;
@@ -1146,6 +1147,13 @@ static void put_held(struct mtl_encoder *e)
     for (size_t i = 0; i < e->nheld; i++)
         put_event_now(e, &e->held[i], 0, NULL);
     e->nheld = 0;
+}
+
+/* What the values API holds goes into the block first. */
+void mtl_encoder_flush(struct mtl_encoder *e)
+{
+    put_held(e);
+    flush_block(e);
 }
 
 int mtl_encoder_begin_values(struct mtl_encoder *e, const struct mtl_trace_info *info,
@@ -1291,6 +1299,6 @@ void mtl_encoder_end_values(struct mtl_encoder *e, uint64_t time_us, unsigned re
     put_dt(e, time_us * 1000);
     put_var(e, MTL_S_MAIN, reason);
     put_var(e, MTL_S_MAIN, (uint64_t)detail);
-    mtl_encoder_flush(e);
+    flush_block(e);
     e->ended = 1;
 }

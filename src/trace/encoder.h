@@ -173,7 +173,8 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e);
 /* The END record (reason: enum mtl__end_reason), and the last block. */
 void mtl_encoder_end(struct mtl_encoder *e, unsigned reason, int detail);
 
-/* The block being filled goes to the sink now. */
+/* The block being filled goes to the sink now (after what the records
+ * from values hold). */
 void mtl_encoder_flush(struct mtl_encoder *e);
 
 /* Writes to out the trace so far, read from src (the file the sink has
