@@ -818,6 +818,18 @@ static void write_modules(struct mtl_encoder *e, uint64_t unloads_before)
     } while (more && !e->failed);
 }
 
+/* A node's fields in a STACK_NODES record, at p: its parent as a
+ * difference, then a custom frame's string id, or a native frame coded
+ * against its parent's address (parent_addr: 0 for the root or a custom
+ * parent, as the reader adds it back).  Returns the end. */
+static uint8_t *put_node_fields(uint8_t *p, uint32_t id, uint32_t parent, int custom,
+                                uint64_t value, uint64_t parent_addr)
+{
+    p = mtl__put_varint(p, id - parent);
+    return mtl__put_varint(p, custom ? value << 1 | 1
+                                     : mtl__zigzag((int64_t)(value - parent_addr)) << 1);
+}
+
 /* The nodes defined since the last call, as one STACK_NODES record;
  * returns 1 when more did not fit. */
 static int emit_nodes(struct mtl_encoder *e)
@@ -844,14 +856,9 @@ static int emit_nodes(struct mtl_encoder *e)
     p = mtl__put_varint(p, end - first);
     for (uint32_t id = first; id < end; id++) {
         uint32_t par = parent[id];
-        /* A native frame is coded against its parent's address, 0 for the
-         * root or a custom parent (as the reader adds it back). */
         uint64_t paddr = par && !(addr[par] & MTL_NODE_CUSTOM) ? addr[par] : 0;
-        p = mtl__put_varint(p, id - par);
-        if (addr[id] & MTL_NODE_CUSTOM)
-            p = mtl__put_varint(p, (addr[id] & ~MTL_NODE_CUSTOM) << 1 | 1);
-        else
-            p = mtl__put_varint(p, mtl__zigzag((int64_t)(addr[id] - paddr)) << 1);
+        p = put_node_fields(p, id, par, (addr[id] & MTL_NODE_CUSTOM) != 0,
+                            addr[id] & ~MTL_NODE_CUSTOM, paddr);
     }
     e->nodes_emitted = end;
     e->used[MTL_S_MAIN] += (size_t)(p - out);
@@ -1207,10 +1214,8 @@ void mtl_encoder_put_node(struct mtl_encoder *e, uint32_t id, uint32_t parent, i
         put_held(e);
     if (!e->held_count)
         e->held_first = id;
-    uint8_t *p = e->held_nodes + e->held_nodes_len;
-    p = mtl__put_varint(p, id - parent);
-    p = mtl__put_varint(p, custom ? addr << 1 | 1
-                                  : mtl__zigzag((int64_t)(addr - parent_addr)) << 1);
+    uint8_t *p = put_node_fields(e->held_nodes + e->held_nodes_len, id, parent, custom, addr,
+                                 parent_addr);
     e->held_nodes_len = (size_t)(p - e->held_nodes);
     e->held_count++;
 }
