@@ -99,6 +99,8 @@ struct mtl_trace_info {
     uint64_t duration_us;    /* time of the last event read so far */
     int truncated;           /* 1 once the reader found the trace cut short */
     int complete;            /* 1 once the reader read the end record */
+    uint64_t time_resolution_us; /* times are multiples of this: 1, or what
+                                    record --time-resolution asked for */
     uint64_t other_heap_allocations; /* so far, of the heaps not read
                                         (mtl_reader_heaps) */
 };

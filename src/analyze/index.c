@@ -45,8 +45,9 @@
 #include "memtally/errors.h"
 
 #define IX_MAGIC "MTLINDEX"
-#define IX_VERSION 7u   /* 5: the type tag column; 6: late tags (TAG records);
-                           7: totals of the other heap, calls counted */
+#define IX_VERSION 8u   /* 5: the type tag column; 6: late tags (TAG records);
+                           7: totals of the other heap, calls counted;
+                           8: the trace's time resolution */
 #define IX_HEADER 4096u
 #define IX_HASHED (64u << 10)   /* bytes of the trace's head in its identity */
 #define PENDING 16              /* block chunks kept in memory while building */
@@ -114,6 +115,7 @@ struct ix_header {
     uint32_t trace_version, mode;
     uint32_t calls_counted, attached;
     uint64_t pid, ppid, start_unix_us, sample_rate, max_depth, duration_us;
+    uint64_t time_resolution_us;
     uint64_t program, command_line;          /* offsets in the blob */
     struct mtl_totals totals;
     struct ix_section_entry sections[S_COUNT];
@@ -369,6 +371,7 @@ static int attach(struct mtl_index *ix)
     in->calls_counted = (int)h->calls_counted;
     in->attached = (int)h->attached;
     in->duration_us = h->duration_us;
+    in->time_resolution_us = h->time_resolution_us ? h->time_resolution_us : 1;
     in->truncated = (int)h->truncated;
     in->complete = (int)h->complete;
     d->info = *in;
@@ -990,6 +993,7 @@ static int finish(struct build *b, const struct mtl_reader *r, const struct ix_i
     h.calls_counted = (uint32_t)d.info.calls_counted;
     h.attached = (uint32_t)d.info.attached;
     h.duration_us = d.info.duration_us;
+    h.time_resolution_us = d.info.time_resolution_us;
     h.totals = b->totals.t;
     h.totals.other_heap_allocations = d.info.other_heap_allocations;
     h.totals.duration_us = d.info.duration_us;

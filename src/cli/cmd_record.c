@@ -42,6 +42,8 @@ static const char usage_text[] =
     "  --sample[=BYTES]    sampled mode: one allocation per BYTES allocated on\n"
     "                      average (default 512K), weighted to unbiased estimates;\n"
     "                      cheap enough for production\n"
+    "  --time-resolution T times in steps of T (like 1ms or 10ms; default 1us):\n"
+    "                      a smaller trace, with times that much coarser\n"
     "  --idle              start with recording paused (memtally ctl PID start)\n"
     "  --follow-fork       record forked children too, each into its own trace\n"
     "  --follow-exec       record programs this one execs, each into its own trace\n"
@@ -115,6 +117,7 @@ struct record_env {
     const char *pattern, *lib;
     long depth;
     uint64_t sample;
+    uint64_t time_resolution_us;
     int idle, follow_fork, follow_exec;
     const char *calls;        /* --calls: its patterns, or NULL */
     int region_fd;            /* the region's descriptor (common/region.h), or -1 */
@@ -134,6 +137,7 @@ static char **child_environment(const struct record_env *re, const char *program
     struct mtl_env_opts o = {
         .output = out, .output_pid = getpid(), .pattern = re->pattern,
         .depth = (unsigned long long)re->depth, .sample_rate = re->sample,
+        .time_resolution_us = re->time_resolution_us,
         .seed = seed ? strtoull(seed, NULL, 10) : 0, .idle = re->idle,
         .follow_fork = re->follow_fork, .follow_exec = re->follow_exec,
         .region_fd = re->region_fd, .calls = re->calls, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
@@ -160,7 +164,7 @@ int cmd_record(int argc, char **argv)
     const char *output = NULL;
     long depth = 64;
     int follow_fork = 0, follow_exec = 0, quiet = 0;
-    uint64_t max_peak = 0, max_leak = 0, sample = 0;
+    uint64_t max_peak = 0, max_leak = 0, sample = 0, time_resolution_us = 1;
     int idle = 0;
     int calls = 0;
     static char call_patterns[4096]; /* +GLOB and -GLOB, split by MTL_CALLS_SEP */
@@ -205,6 +209,13 @@ int cmd_record(int argc, char **argv)
             sample = 512 * 1024;
             if (a[8] == '=' && (mtl_parse_size(a + 9, &sample) < 0 || sample == 0)) {
                 cli_error("record: --sample= takes a size in bytes (like 512K)");
+                return 2;
+            }
+        } else if (!strcmp(a, "--time-resolution") || !strncmp(a, "--time-resolution=", 18)) {
+            const char *v = a[17] == '=' ? a + 18 : (++i < argc ? argv[i] : NULL);
+            if (!v || mtl_parse_time(v, &time_resolution_us) < 0 || time_resolution_us < 1 ||
+                time_resolution_us > MTL_MAX_TIME_RESOLUTION_US) {
+                cli_error("record: --time-resolution takes a time from 1us to 1s (like 10ms)");
                 return 2;
             }
         } else if (!strcmp(a, "--calls")) {
@@ -312,7 +323,8 @@ int cmd_record(int argc, char **argv)
     if (child == 0) {
         close(sync_pipe[0]);
         struct record_env re = { .pattern = pattern, .lib = lib, .depth = depth,
-                                 .sample = sample, .idle = idle,
+                                 .sample = sample, .time_resolution_us = time_resolution_us,
+                                 .idle = idle,
                                  .follow_fork = follow_fork, .follow_exec = follow_exec,
                                  .calls = calls ? call_patterns : NULL,
                                  .region_fd = have_region ? writer.memfd : -1 };

@@ -40,6 +40,8 @@ size_t mtl_env_block_make(const struct mtl_env_opts *o, char *buf, size_t cap,
         entries[k++] = put(&at, end, MTL_ENV_SAMPLE_RATE, NULL, o->sample_rate);
     if (o->seed)
         entries[k++] = put(&at, end, MTL_ENV_SEED, NULL, o->seed);
+    if (o->time_resolution_us > 1)
+        entries[k++] = put(&at, end, MTL_ENV_TIME_RESOLUTION, NULL, o->time_resolution_us);
     if (o->idle)
         entries[k++] = put(&at, end, MTL_ENV_IDLE, "1", 0);
     if (o->follow_fork)

@@ -31,6 +31,8 @@
 #define MTL_ENV_DEPTH       "MEMTALLY_DEPTH"
 #define MTL_ENV_SAMPLE_RATE "MEMTALLY_SAMPLE_RATE"
 #define MTL_ENV_SEED        "MEMTALLY_SEED"
+#define MTL_ENV_TIME_RESOLUTION "MEMTALLY_TIME_RESOLUTION" /* us, when over 1 */
+#define MTL_MAX_TIME_RESOLUTION_US 1000000u  /* record --time-resolution: 1 s */
 #define MTL_ENV_IDLE        "MEMTALLY_IDLE"
 #define MTL_ENV_FOLLOW_FORK "MEMTALLY_FOLLOW_FORK"
 #define MTL_ENV_FOLLOW_EXEC "MEMTALLY_FOLLOW_EXEC"
@@ -46,7 +48,7 @@
 /* Every name a block may hold, the marker first. */
 static const char *const mtl_env_names[] = {
     MTL_ENV_MARKER, MTL_ENV_OUTPUT, MTL_ENV_OUTPUT_PID, MTL_ENV_PATTERN, MTL_ENV_DEPTH,
-    MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
+    MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_TIME_RESOLUTION, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
     MTL_ENV_FOLLOW_EXEC, MTL_ENV_REGION, MTL_ENV_CALLS, MTL_ENV_PRELOAD,
 };
 
@@ -54,7 +56,7 @@ static const char *const mtl_env_names[] = {
 #define MTL_TRACE_PATTERN "%e.%p.mtly"
 
 /* Entries in a block at most: the marker, every name above once. */
-#define MTL_ENV_MAX_BLOCK 14
+#define MTL_ENV_MAX_BLOCK 15
 
 /* What a block says; fields 0 or NULL are left out (pattern, depth and
  * library never are). */
@@ -63,6 +65,7 @@ struct mtl_env_opts {
     long output_pid;
     const char *pattern;
     unsigned long long depth, sample_rate, seed;
+    unsigned long long time_resolution_us; /* 0 or 1: every microsecond */
     int idle, follow_fork, follow_exec;
     int region_fd;                 /* -1: none */
     const char *calls;           /* record --calls: its patterns ("" for all) */

@@ -128,6 +128,7 @@ struct mtl_region_info {
     uint32_t depth;
     uint32_t calls;         /* 1: record --calls counts calls */
     uint32_t attached;      /* 1: memtally attach: begun while the program ran */
+    uint32_t time_resolution_us; /* times written in steps of this (0 or 1: 1 us) */
     uint32_t cmdline_len;   /* arguments separated by spaces */
     char exe[4096];
     char cmdline[8192];

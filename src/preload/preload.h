@@ -72,6 +72,7 @@ struct mtl__options {
     uint32_t depth;
     uint64_t sample_rate;  /* 0: full mode; else mean bytes between samples */
     uint64_t seed;         /* sampling's random seed (0: from time and tid) */
+    uint32_t time_resolution_us; /* the trace's times in steps of this */
     int follow_fork, follow_exec;
     int idle;              /* start paused (memtally record --idle) */
     int unwinder;          /* enum mtl__unwinder (MEMTALLY_UNWIND) */

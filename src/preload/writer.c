@@ -91,6 +91,7 @@ static void fill_info(void)
     in->depth = mtl__pl.opt.depth;
     in->calls = mtl__calls_patterns() != NULL;
     in->attached = mtl__attached != 0;
+    in->time_resolution_us = mtl__pl.opt.time_resolution_us;
     atomic_store(&R->start_ns, mtl__pl.start_ns);
 }
 

@@ -1,12 +1,25 @@
 /* info.c: `memtally info`'s text and JSON: what a trace holds, with the
  * totals of valgrind's "total heap usage" line and the live heap's peak. */
 #include <math.h>
+#include <stdio.h>
 
 #include "render/render.h"
 
 static const char *mode_name(enum mtl_mode m)
 {
     return m == MTL_MODE_SAMPLED ? "sampled" : "full";
+}
+
+/* A step of time as record --time-resolution takes it: "10ms", "250us". */
+static const char *human_us(char *out, size_t cap, uint64_t us)
+{
+    if (us % 1000000 == 0)
+        snprintf(out, cap, "%llus", (unsigned long long)(us / 1000000));
+    else if (us % 1000 == 0)
+        snprintf(out, cap, "%llums", (unsigned long long)(us / 1000));
+    else
+        snprintf(out, cap, "%lluus", (unsigned long long)us);
+    return out;
 }
 
 static void info_json(struct mtl_buf *b, const struct mtl_info *in)
@@ -31,6 +44,7 @@ static void info_json(struct mtl_buf *b, const struct mtl_info *in)
     }
     mtl_json_kv_uint(&j, "start_unix_us", tr->start_unix_us);
     mtl_json_kv_uint(&j, "duration_us", tr->duration_us);
+    mtl_json_kv_uint(&j, "time_resolution_us", tr->time_resolution_us ? tr->time_resolution_us : 1);
     mtl_json_kv_uint(&j, "threads", t->threads_allocating);
     mtl_json_kv_uint(&j, "threads_seen", in->threads_seen);
     mtl_json_kv_uint(&j, "allocations", est ? (uint64_t)llround(t->est_allocations) : t->allocations);
@@ -86,6 +100,9 @@ void mtl_render_info(struct mtl_buf *b, const struct mtl_info *in,
         mtl_buf_addf(b, "attached:      to the running program (memtally attach): what it held\n"
                         "               before is unknown, its frees are not counted\n");
     mtl_buf_addf(b, "duration:      %.3f s\n", (double)tr->duration_us / 1e6);
+    if (tr->time_resolution_us > 1)
+        mtl_buf_addf(b, "times:         in steps of %s (record --time-resolution)\n",
+                     human_us(x, sizeof x, tr->time_resolution_us));
     mtl_buf_addf(b, "threads:       %u allocated (%u seen)\n", t->threads_allocating,
                  in->threads_seen);
     if (tr->mode == MTL_MODE_SAMPLED) {

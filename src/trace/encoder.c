@@ -285,7 +285,7 @@ static void put_str(struct mtl_encoder *e, int stream, const char *str, size_t n
 /* --- the header -------------------------------------------------------- */
 
 enum { HK_PROGRAM = 1, HK_CMDLINE, HK_PID, HK_PPID, HK_START_UNIX_US, HK_MODE,
-       HK_SAMPLE_RATE, HK_MAX_DEPTH, HK_CALLS, HK_ATTACHED };
+       HK_SAMPLE_RATE, HK_MAX_DEPTH, HK_CALLS, HK_ATTACHED, HK_TIME_RESOLUTION };
 
 static void hdr_int(struct mtl_encoder *e, unsigned key, uint64_t v)
 {
@@ -309,7 +309,11 @@ static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, co
 {
     reserve(e, elen + clen + 128);
     put_byte(e, MTL_S_MAIN, MTL_REC_HEADER);
-    put_var(e, MTL_S_MAIN, 8u + (in->calls_counted != 0) + (in->attached != 0));
+    /* Every time from here on is floored to the step the header states;
+     * a trace in microseconds (the default) does not state one. */
+    e->time_step_us = in->time_resolution_us > 1 ? in->time_resolution_us : 1;
+    put_var(e, MTL_S_MAIN, 8u + (in->calls_counted != 0) + (in->attached != 0) +
+                               (e->time_step_us > 1));
     hdr_str(e, HK_PROGRAM, exe, elen);
     hdr_str(e, HK_CMDLINE, cmd, clen);
     hdr_int(e, HK_PID, in->pid);
@@ -322,6 +326,8 @@ static void write_header(struct mtl_encoder *e, const char *exe, size_t elen, co
         hdr_int(e, HK_CALLS, 1);
     if (in->attached)
         hdr_int(e, HK_ATTACHED, 1);
+    if (e->time_step_us > 1)
+        hdr_int(e, HK_TIME_RESOLUTION, e->time_step_us);
 }
 
 static void write_header_record(struct mtl_encoder *e)
@@ -333,7 +339,7 @@ static void write_header_record(struct mtl_encoder *e)
         .pid = (uint32_t)in->pid, .ppid = (uint32_t)in->ppid,
         .start_unix_us = in->start_unix_us, .sample_rate = in->sample_rate,
         .max_depth = in->depth, .calls_counted = in->calls != 0,
-        .attached = in->attached != 0 };
+        .attached = in->attached != 0, .time_resolution_us = in->time_resolution_us };
     write_header(e, in->exe, elen, in->cmdline, clen, &info);
 }
 
@@ -388,6 +394,7 @@ static void start_file(struct mtl_encoder *e, mtl_sink_fn sink, void *ctx)
     e->prefix_len = 0;
     mtl__pc_reset(e->pc);
     e->last_us = 0;
+    e->time_step_us = 1;
     e->time_zeros = 0;
     e->last_stack = 0;
     e->run_type = 0;
@@ -438,6 +445,8 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
 static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
 {
     uint64_t us = t_ns / 1000;
+    if (e->time_step_us > 1)
+        us -= us % e->time_step_us;
     /* Events arrive in time order; a stamp from before the last one can
      * only be a thread-exit name refresh racing a round: clamp it. */
     if (us <= e->last_us) {
@@ -737,7 +746,15 @@ static void release_runs(struct mtl_encoder *e, int drop)
 
 /* --- definitions --------------------------------------------------------- */
 
-static size_t module_record(uint8_t *out, size_t cap, const struct mtl_region *r,
+/* A module's absolute time, in the trace's steps like every other. */
+static uint64_t module_us(const struct mtl_encoder *e, uint64_t ns)
+{
+    uint64_t us = ns / 1000;
+    return us - us % e->time_step_us;
+}
+
+static size_t module_record(const struct mtl_encoder *e, uint8_t *out, size_t cap,
+                            const struct mtl_region *r,
                             uint32_t index, const struct mtl_region_module *m)
 {
     size_t need = 8 * MTL_VARINT_MAX + m->path_len + m->build_id_size +
@@ -747,7 +764,7 @@ static size_t module_record(uint8_t *out, size_t cap, const struct mtl_region *r
     uint8_t *p = out;
     *p++ = MTL_REC_MODULE_LOAD;
     p = mtl__put_varint(p, index);
-    p = mtl__put_varint(p, m->load_ns / 1000);
+    p = mtl__put_varint(p, module_us(e, m->load_ns));
     p = mtl__put_varint(p, m->base);
     p = mtl__put_varint(p, m->path_len);
     memcpy(p, mtl_region_arena(r) + m->path_off, m->path_len);
@@ -777,7 +794,7 @@ static int emit_modules(struct mtl_encoder *e, uint64_t unloads_before)
     for (uint32_t i = r->mod_emit_next; i < nm; i++) {
         struct mtl_region_module *m = mtl_region_module(r, i);
         if (!unloads_before && !m->emitted_load) {
-            size_t n = module_record(out + used, cap - used, r, i, m);
+            size_t n = module_record(e, out + used, cap - used, r, i, m);
             if (!n) {
                 more = 1;
                 break;
@@ -794,7 +811,7 @@ static int emit_modules(struct mtl_encoder *e, uint64_t unloads_before)
             uint8_t *p = out + used;
             *p++ = MTL_REC_MODULE_UNLOAD;
             p = mtl__put_varint(p, i);
-            p = mtl__put_varint(p, m->unload_ns / 1000);
+            p = mtl__put_varint(p, module_us(e, m->unload_ns));
             used = (size_t)(p - out);
             m->emitted_unload = 1;
         }
@@ -1191,7 +1208,7 @@ void mtl_encoder_put_module(struct mtl_encoder *e, uint32_t index, const struct 
     reserve(e, 8 * MTL_VARINT_MAX + plen + m->build_id_size + m->nsegments * 3 * MTL_VARINT_MAX);
     put_byte(e, MTL_S_MAIN, MTL_REC_MODULE_LOAD);
     put_var(e, MTL_S_MAIN, index);
-    put_var(e, MTL_S_MAIN, m->load_us);
+    put_var(e, MTL_S_MAIN, m->load_us - m->load_us % e->time_step_us);
     put_var(e, MTL_S_MAIN, m->base);
     put_str(e, MTL_S_MAIN, m->path, plen);
     put_str(e, MTL_S_MAIN, (const char *)m->build_id, m->build_id_size);

@@ -109,6 +109,7 @@ struct mtl_encoder {
     size_t nruns;
     /* encoder state, carried from block to block */
     uint64_t last_us;
+    uint64_t time_step_us;     /* times written in steps of this (header's) */
     uint64_t time_zeros;       /* zero differences of time not yet written */
     uint32_t last_stack;       /* the block's last ALLOC's stack id */
     uint8_t run_type;          /* the open run's record type (0: none) */

@@ -439,9 +439,10 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
     if (rc == 0)
         rc = check_inputs_agree(&m, paths);
     /* The merged trace's header: the first input's, but for what made it,
-     * the earliest start and the deepest stacks. */
+     * the earliest start, the deepest stacks and the coarsest times. */
     uint64_t start = UINT64_MAX;
     uint32_t depth = 0;
+    uint64_t step = 1;
     int calls = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         calls |= m.in[k].info->calls_counted;
@@ -449,6 +450,8 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
             start = m.in[k].info->start_unix_us;
         if (m.in[k].info->max_depth > depth)
             depth = m.in[k].info->max_depth;
+        if (m.in[k].info->time_resolution_us > step)
+            step = m.in[k].info->time_resolution_us;
     }
     if (rc == 0) {
         struct mtl_trace_info h = *m.in[0].info;
@@ -456,6 +459,7 @@ int mtl_merge(struct mtl_encoder *e, const char *const *paths, size_t n,
         h.start_unix_us = o->tree ? start : h.start_unix_us;
         h.max_depth = depth;
         h.calls_counted = calls;
+        h.time_resolution_us = step; /* the coarsest: every time is one of its steps */
         if (h.mode != MTL_MODE_SAMPLED)
             h.sample_rate = 0;
         if (mtl_encoder_begin_values(e, &h, sink, ctx) < 0)

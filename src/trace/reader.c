@@ -375,6 +375,7 @@ static int read_header(struct mtl_reader *r)
         case 8: r->info.max_depth = (uint32_t)v; break;
         case 9: r->info.calls_counted = v != 0; break;
         case 10: r->info.attached = v != 0; break;
+        case 11: r->info.time_resolution_us = v ? v : 1; break;
         default: break; /* a newer writer's field: skip */
         }
     }
@@ -1100,6 +1101,7 @@ static int open_common(struct mtl_reader *r, struct mtl_reader **out)
     r->kept_at = (struct mtl_hmap)MTL_HMAP_INIT;
     r->info.version = mtl__get_u32le(h + 8);
     r->info.program = r->info.command_line = "";
+    r->info.time_resolution_us = 1;
     r->nnodes = 1;
     uint32_t cap = 0;
     if (mtl__blocks_open(&r->src, r->mem ? -1 : r->fd, r->mem, r->mem_size, r->pos, 0) < 0 ||

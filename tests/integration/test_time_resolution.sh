@@ -1,0 +1,71 @@
+#!/bin/sh
+# memtally record --time-resolution: times written in steps of the asked
+# resolution (floored), the counts unchanged.  tests/programs/clock_steps
+# makes 20 mallocs 25 ms apart and prints CLOCK_MONOTONIC just before and
+# after each; at 10 ms, each allocation's time from the first's must be
+# within the program's own readings widened by one step, every time in the
+# trace (modules' too) a multiple of 10 ms, and the trace must say its
+# resolution, through the index too, after merge, and in a followed exec.
+. "$MEMTALLY_ROOT/tests/integration/lib.sh"
+M=$MEMTALLY_BIN
+steps="$TEST_PROGRAMS/clock_steps"
+
+record us.mtly "$steps" 20 25 >/dev/null || fail "recording in microseconds failed"
+"$M" record -q --time-resolution=10ms -o ms.mtly -- "$steps" 20 25 >steps.txt ||
+    fail "recording at 10ms failed"
+for k in allocations frees bytes_allocated peak_live_bytes live_bytes_at_end; do
+    expect_eq "$k the same at 10ms" "$(info_get us.mtly $k)" "$(info_get ms.mtly $k)"
+done
+expect_eq "time_resolution_us by default" 1 "$(info_get us.mtly time_resolution_us)"
+expect_eq "time_resolution_us at 10ms" 10000 "$(info_get ms.mtly time_resolution_us)"
+"$M" info ms.mtly | grep -q "^times: *in steps of 10ms" || fail "info does not say the resolution"
+"$M" info us.mtly | grep -q "^times:" && fail "info of a trace in microseconds speaks of steps"
+
+"$M" dump ms.mtly | awk '$1 ~ /^[0-9]+$/ && $1 % 10000 { print; bad++ } END { exit bad > 0 }' ||
+    fail "times in the 10ms trace that are not multiples of 10 ms"
+"$M" dump ms.mtly |
+    awk '$3 == "alloc" { split($5, a, "="); s = a[2]; if (s >= 1000 && s < 1020) print s - 1000, $1 }' |
+    sort -n > trace.txt
+expect_eq "allocations found in the trace" 20 "$(wc -l < trace.txt)"
+expect_eq "distinct times among them" 20 "$(cut -d' ' -f2 trace.txt | sort -u | wc -l)"
+join steps.txt trace.txt | awk '
+    NR == 1 { b0 = $2; a0 = $3; t0 = $4; next }
+    { lo = ($2 - a0) / 1000.0 - 10001; hi = ($3 - b0) / 1000.0 + 10001; dt = $4 - t0
+      if (dt < lo || dt > hi) { printf "allocation %d at %d us, the program saw it between %.0f and %.0f\n", $1, dt, lo, hi; bad++ }
+      n++ }
+    END { printf "%d allocations checked\n", n; exit bad > 0 }' || fail "times further than a step from the program's"
+
+# Through the index (what the analyses read), the same.
+"$M" index ms.mtly >/dev/null || fail "index failed"
+expect_eq "time_resolution_us through the index" 10000 "$(info_get ms.mtly time_resolution_us)"
+
+# Merged with a trace in microseconds: the coarser steps, every time one.
+"$M" merge us.mtly ms.mtly -o merged.mtly >/dev/null || fail "merge failed"
+expect_eq "merged time_resolution_us" 10000 "$(info_get merged.mtly time_resolution_us)"
+expect_eq "merged allocations" $(($(info_get us.mtly allocations) * 2)) \
+    "$(info_get merged.mtly allocations)"
+"$M" dump merged.mtly | awk '$1 ~ /^[0-9]+$/ && $1 % 10000 { bad++ } END { exit bad > 0 }' ||
+    fail "merged times that are not multiples of 10 ms"
+
+# A program exec'd under --follow-exec keeps the resolution.
+mkdir exec && (cd exec && "$M" record -q --follow-exec --time-resolution=1ms -- \
+    "$TEST_PROGRAMS/exact_exec" "$TEST_PROGRAMS/exact_basic" >/dev/null) ||
+    fail "recording exact_exec failed"
+n=0
+for t in exec/*.mtly; do
+    expect_eq "$(basename "$t") time_resolution_us" 1000 "$(info_get "$t" time_resolution_us)"
+    n=$((n + 1))
+done
+expect_eq "traces of exact_exec and exact_basic" 2 $n
+
+# Bad values: one line, status 2, nothing run.
+for v in 0 0.4us 2s ten --; do
+    "$M" record -q --time-resolution="$v" -o bad.mtly -- true >out.txt 2>err.txt
+    expect_eq "status of --time-resolution=$v" 2 $?
+    expect_eq "lines said for --time-resolution=$v" 1 "$(wc -l < err.txt)"
+    [ ! -e bad.mtly ] || fail "a trace was written for --time-resolution=$v"
+done
+"$M" record -q --time-resolution 2>err.txt
+expect_eq "status of --time-resolution without a value" 2 $?
+grep -q "takes a time from 1us to 1s" err.txt || fail "says: $(cat err.txt)"
+echo "ok: times in steps, counts unchanged"
