@@ -35,6 +35,8 @@ static const char usage_text[] =
     "                      (default: %e.%p.mtly here)\n"
     "  --sample[=BYTES]    sampled mode (default 512K): cheap for production\n"
     "  --depth N           frames kept per stack (1-256, default 64)\n"
+    "  --time-resolution T times in steps of T (like 10ms; default 1us): a\n"
+    "                      smaller trace, with times that much coarser\n"
     "  --duration TIME     stop after TIME (like 30s, 500ms)\n"
     "  -q, --quiet         say nothing but errors\n";
 
@@ -48,7 +50,7 @@ static void on_signal(int sig)
 
 struct attach_opts {
     const char *output;
-    uint64_t sample, duration_us;
+    uint64_t sample, duration_us, time_resolution_us;
     long depth;
     int quiet;
     long pid;
@@ -63,14 +65,14 @@ static int parse(int argc, char **argv, struct attach_opts *o)
             fputs(usage_text, stdout);
             return 0;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--depth") ||
-                   !strcmp(a, "--duration")) {
+                   !strcmp(a, "--duration") || !strcmp(a, "--time-resolution")) {
             if (++i >= argc) {
                 cli_error("attach: %s needs a value", a);
                 return 2;
             }
             v = argv[i];
         } else if (!strncmp(a, "--output=", 9) || !strncmp(a, "--depth=", 8) ||
-                   !strncmp(a, "--duration=", 11)) {
+                   !strncmp(a, "--duration=", 11) || !strncmp(a, "--time-resolution=", 18)) {
             v = strchr(a, '=') + 1;
         }
         char *end;
@@ -80,6 +82,12 @@ static int parse(int argc, char **argv, struct attach_opts *o)
             o->depth = strtol(v, &end, 10);
             if (*end || o->depth < 1 || o->depth > 256) {
                 cli_error("attach: --depth takes a number from 1 to 256");
+                return 2;
+            }
+        } else if (!strncmp(a, "--time-resolution", 17)) {
+            if (mtl_parse_time(v, &o->time_resolution_us) < 0 || o->time_resolution_us < 1 ||
+                o->time_resolution_us > MTL_MAX_TIME_RESOLUTION_US) {
+                cli_error("attach: --time-resolution takes a time from 1us to 1s (like 10ms)");
                 return 2;
             }
         } else if (!strncmp(a, "--duration", 10)) {
@@ -177,8 +185,8 @@ static int load_and_begin(const struct attach_opts *o, const struct to_load *l, 
     const char *lib = l->paths[l->n - 1];
     uint64_t begin_at = inject_object_symbol(&in, lib, l->file, "mtl_attach_begin");
     char options[2 * PATH_MAX + 64];
-    snprintf(options, sizeof options, "%.*s\n%llu\n%ld", PATH_MAX, trace,
-             (unsigned long long)o->sample, o->depth);
+    snprintf(options, sizeof options, "%.*s\n%llu\n%ld\n%llu", PATH_MAX, trace,
+             (unsigned long long)o->sample, o->depth, (unsigned long long)o->time_resolution_us);
     uint64_t options_at = inject_put(&in, options, strlen(options) + 1);
     if (!begin_at || !options_at) {
         if (!begin_at)
@@ -222,7 +230,7 @@ static int stop_inside(long pid, const struct to_load *l)
 
 int cmd_attach(int argc, char **argv)
 {
-    struct attach_opts o = { .depth = 64 };
+    struct attach_opts o = { .depth = 64, .time_resolution_us = 1 };
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;

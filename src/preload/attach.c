@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/recenv.h"
 #include "preload/control.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* options: the trace's path, the sample rate (0: full) and the depth, one
- * a line.  0, or a negative errno. */
+/* options: the trace's path, the sample rate (0: full), the depth and the
+ * times' resolution in microseconds (absent: 1), one a line.  0, or a
+ * negative errno. */
 EXPORT int mtl_attach_begin(const char *options)
 {
     char path[4096];
@@ -36,13 +38,16 @@ EXPORT int mtl_attach_begin(const char *options)
     path[nl - options] = '\0';
     char *end;
     unsigned long long rate = strtoull(nl + 1, &end, 10);
-    unsigned long depth = *end == '\n' ? strtoul(end + 1, NULL, 10) : 0;
+    unsigned long depth = *end == '\n' ? strtoul(end + 1, &end, 10) : 0;
+    unsigned long long step = *end == '\n' ? strtoull(end + 1, NULL, 10) : 1;
     mtl__hooks_first_use();
     if (!mtl__pl.ready)
         return -ENOTSUP;
     if (mtl__attached || atomic_load(mtl__pl.state) != MTL_OFF)
         return -EBUSY;
     mtl__attached = 1;
+    mtl__pl.opt.time_resolution_us = (uint32_t)(step < 1 ? 1 : step > MTL_MAX_TIME_RESOLUTION_US
+                                                              ? MTL_MAX_TIME_RESOLUTION_US : step);
     int rc = mtl__ctl_start(path, rate, (unsigned)depth);
     if (rc < 0) {
         mtl__attached = 0;

@@ -68,9 +68,10 @@ grep -q "detached from pid $pid; wrote" attach1.txt || fail "no word of the deta
 cmd 'storm off'
 cmd 'burst 500' # not recorded: detached
 
-# Attach again, sampled, while the workers storm; stopped through ctl.
+# Attach again, sampled and with times in steps of 2 ms, while the workers
+# storm; stopped through ctl.
 cmd 'storm on'
-"$M" attach --sample -o two.mtly "$pid" 2>attach2.txt &
+"$M" attach --sample --time-resolution=2ms -o two.mtly "$pid" 2>attach2.txt &
 att=$!
 wait_text attach2.txt "attached to pid $pid"
 cmd 'burst 1000'
@@ -101,6 +102,14 @@ expect_eq "every block recorded was freed (nothing lost at the detach)" 0 \
 
 # The second: sampled, the burst's estimate near 4000 x 48 bytes.
 expect_eq "the second trace is sampled" sampled "$("$M" info --json two.mtly | jq -r .mode)"
+expect_eq "the second trace's times are in steps of 2 ms" 2000 \
+    "$("$M" info --json two.mtly | jq -r .time_resolution_us)"
+"$M" dump two.mtly | awk '$1 ~ /^[0-9]+$/ && $1 % 2000 { bad++ } END { exit bad > 0 }' ||
+    fail "times in the second trace that are not multiples of 2 ms"
+expect_eq "the first trace's times are to the microsecond" 1 \
+    "$("$M" info --json one.mtly | jq -r .time_resolution_us)"
+"$M" attach --time-resolution=0 "$pid" 2>err.txt
+expect_eq "attach --time-resolution=0" 2 $?
 
 printf '#include <unistd.h>\nint main(void) { sleep(30); return 0; }\n' >static.c
 if ${CC:-cc} -static -o static_sleep static.c 2>/dev/null; then
