@@ -11,7 +11,8 @@ static const char usage[] =
     "\n"
     "Live bytes, bytes and calls allocated, and RSS, over N intervals.\n"
     "\n"
-    "  --points N                 how many intervals (default 60)\n"
+    "  --points N                 how many intervals (default 60; at most one\n"
+    "                             per step of record --time-resolution)\n"
     "  --csv                      CSV: time_us,live_bytes,alloc_bytes,alloc_calls,rss_bytes\n";
 
 struct timeline_cli {

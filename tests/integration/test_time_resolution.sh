@@ -35,6 +35,22 @@ join steps.txt trace.txt | awk '
       n++ }
     END { printf "%d allocations checked\n", n; exit bad > 0 }' || fail "times further than a step from the program's"
 
+# The timeline: no finer than the steps (20 x 25 ms at 100 ms: 5 points
+# or fewer), every allocation in them; a run inside one step: one point.
+"$M" record -q --time-resolution=100ms -o coarse.mtly -- "$steps" 20 25 >/dev/null ||
+    fail "recording at 100ms failed"
+"$M" timeline --json coarse.mtly >tl.json || fail "timeline failed"
+n=$(jq '.points | length' tl.json)
+[ "$n" -ge 3 ] && [ "$n" -le 6 ] || fail "timeline at 100ms: $n points"
+jq -e '[.points[].time_us % 100000] | all(. == 0)' tl.json >/dev/null ||
+    fail "timeline points off the 100ms steps: $(jq -c '[.points[].time_us]' tl.json)"
+expect_eq "allocations in the timeline at 100ms" "$(info_get coarse.mtly allocations)" \
+    "$(jq '[.points[].alloc_calls] | add' tl.json)"
+"$M" record -q --time-resolution=1s -o onestep.mtly -- "$steps" 2 1 >/dev/null ||
+    fail "recording at 1s failed"
+expect_eq "timeline points of a run inside one step" 1 \
+    "$("$M" timeline --json onestep.mtly | jq '.points | length')"
+
 # Through the index (what the analyses read), the same.
 "$M" index ms.mtly >/dev/null || fail "index failed"
 expect_eq "time_resolution_us through the index" 10000 "$(info_get ms.mtly time_resolution_us)"
