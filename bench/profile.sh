@@ -7,19 +7,21 @@
 # compresses on the other core), by object: libmemtally (the hooks, the
 # stack walker, stacks, events), libunwind (walks ours leaves to it),
 # memtally (memtally record), libzstd, the kernel, the clock (vDSO), libc
-# and the program; then libmemtally's functions in full mode, and how the
+# and the program; then libmemtally's functions, and how the
 # stacks were found (frames walked or reused, lookups guessed, recent
 # stacks found).  Needs perf (linux-perf).  About 30 s.
-#   sh bench/profile.sh [-w "W1 W2..."]
+#   sh bench/profile.sh [-s] [-w "W1 W2..."]
 #     -w LIST   instead, these of bench/run.sh's workloads (storm1 storm2
 #               sqlite python cc1 bintree perl gitlog), full mode, at their
 #               default sizes
+#     -s        with -w: sampled mode (--sample) instead of full
 set -e
 cd "$(dirname "$0")/.."
-list=
+list= mode=full
 while [ $# -gt 0 ]; do
     case $1 in
     -w) list=$2; shift 2 ;;
+    -s) mode=sampled; shift ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -54,10 +56,8 @@ profile() {
     shares comm
     echo "   by object"
     shares dso
-    if [ "$2" = full ]; then
-        echo "   libmemtally.so's part, by function"
-        shares dso,sym
-    fi
+    echo "   libmemtally.so's part, by function"
+    shares dso,sym
     rm -f "$B/profile.data" "$B/profile.mtly"
     # How the stacks were found: walked frames against reused ones,
     # lookups that missed the thread's cache against those guessed right
@@ -71,7 +71,7 @@ profile() {
 if [ -n "$list" ]; then
     for w in $list; do
         workload "$w"
-        profile "$w ($cmd)" full
+        profile "$w ($cmd)" "$mode"
     done
     exit 0
 fi
