@@ -7,6 +7,8 @@
 // TYPED_HTML_FILE: the --html page of a trace with type tags: 2 Node of
 // 48 B, 1 Buffer of 4096 B, 4 untagged blocks of 22 B, 12 of them from
 // three sites too small to draw alone.
+// STEPS_HTML_FILE (environment): the --html page of golden_phases recorded
+// with --time-resolution=1s, its whole run inside one step.
 // Exit status 1 on any failed check; screenshots go to OUT_DIR.
 const { chromium } = require("playwright-core");
 
@@ -157,6 +159,19 @@ try {
     rows = await tableRows(gc);
     check(rows.length > 0 && rows[0][0] === "make_buffers" && rows[0][2] === "20 000",
           "gc: make_buffers first, 20 000 bytes", rows);
+  }
+
+  // A trace in steps of 1 s whose run fits in one: the info says the
+  // step, the chart says why there is no curve.
+  if (process.env.STEPS_HTML_FILE) {
+    const st = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await st.goto("file://" + process.env.STEPS_HTML_FILE);
+    await ready(st);
+    await st.screenshot({ path: out + "/view-one-step.png" });
+    const dur = await st.textContent('dd[data-key="duration"]');
+    check(dur.includes("times in steps of 1.000 s"), "steps: the duration says the step", dur);
+    const chart = await st.textContent("#chart");
+    check(chart.includes("within one time step"), "steps: the chart says the run is in one step", chart);
   }
 } finally {
   await browser.close();
