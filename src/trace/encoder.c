@@ -442,11 +442,15 @@ int mtl_encoder_begin(struct mtl_encoder *e, struct mtl_region *r, pid_t pid,
 
 /* --- encoding events --------------------------------------------------- */
 
+/* A time in microseconds floored to the trace's step (the header's). */
+static inline uint64_t in_steps(const struct mtl_encoder *e, uint64_t us)
+{
+    return e->time_step_us > 1 ? us - us % e->time_step_us : us;
+}
+
 static inline void put_dt(struct mtl_encoder *e, uint64_t t_ns)
 {
-    uint64_t us = t_ns / 1000;
-    if (e->time_step_us > 1)
-        us -= us % e->time_step_us;
+    uint64_t us = in_steps(e, t_ns / 1000);
     /* Events arrive in time order; a stamp from before the last one can
      * only be a thread-exit name refresh racing a round: clamp it. */
     if (us <= e->last_us) {
@@ -746,13 +750,6 @@ static void release_runs(struct mtl_encoder *e, int drop)
 
 /* --- definitions --------------------------------------------------------- */
 
-/* A module's absolute time, in the trace's steps like every other. */
-static uint64_t module_us(const struct mtl_encoder *e, uint64_t ns)
-{
-    uint64_t us = ns / 1000;
-    return us - us % e->time_step_us;
-}
-
 static size_t module_record(const struct mtl_encoder *e, uint8_t *out, size_t cap,
                             const struct mtl_region *r,
                             uint32_t index, const struct mtl_region_module *m)
@@ -764,7 +761,7 @@ static size_t module_record(const struct mtl_encoder *e, uint8_t *out, size_t ca
     uint8_t *p = out;
     *p++ = MTL_REC_MODULE_LOAD;
     p = mtl__put_varint(p, index);
-    p = mtl__put_varint(p, module_us(e, m->load_ns));
+    p = mtl__put_varint(p, in_steps(e, m->load_ns / 1000)); /* modules too */
     p = mtl__put_varint(p, m->base);
     p = mtl__put_varint(p, m->path_len);
     memcpy(p, mtl_region_arena(r) + m->path_off, m->path_len);
@@ -811,7 +808,7 @@ static int emit_modules(struct mtl_encoder *e, uint64_t unloads_before)
             uint8_t *p = out + used;
             *p++ = MTL_REC_MODULE_UNLOAD;
             p = mtl__put_varint(p, i);
-            p = mtl__put_varint(p, module_us(e, m->unload_ns));
+            p = mtl__put_varint(p, in_steps(e, m->unload_ns / 1000));
             used = (size_t)(p - out);
             m->emitted_unload = 1;
         }
@@ -1208,7 +1205,7 @@ void mtl_encoder_put_module(struct mtl_encoder *e, uint32_t index, const struct 
     reserve(e, 8 * MTL_VARINT_MAX + plen + m->build_id_size + m->nsegments * 3 * MTL_VARINT_MAX);
     put_byte(e, MTL_S_MAIN, MTL_REC_MODULE_LOAD);
     put_var(e, MTL_S_MAIN, index);
-    put_var(e, MTL_S_MAIN, m->load_us - m->load_us % e->time_step_us);
+    put_var(e, MTL_S_MAIN, in_steps(e, m->load_us));
     put_var(e, MTL_S_MAIN, m->base);
     put_str(e, MTL_S_MAIN, m->path, plen);
     put_str(e, MTL_S_MAIN, (const char *)m->build_id, m->build_id_size);
