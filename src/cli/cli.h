@@ -63,6 +63,10 @@ int cli_find_library(char *out, size_t cap);
 void cli_expand_pattern(char *out, size_t cap, const char *pattern, pid_t pid,
                         const char *program);
 
+/* --time-resolution's value (record and attach): a time from 1 us to
+ * MTL_MAX_TIME_RESOLUTION_US into *us: 0, or -1 when it is not one. */
+int cli_parse_time_resolution(const char *v, uint64_t *us);
+
 /* Prints "memtally: " and the message, one line, on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -85,8 +85,7 @@ static int parse(int argc, char **argv, struct attach_opts *o)
                 return 2;
             }
         } else if (!strncmp(a, "--time-resolution", 17)) {
-            if (mtl_parse_time(v, &o->time_resolution_us) < 0 || o->time_resolution_us < 1 ||
-                o->time_resolution_us > MTL_MAX_TIME_RESOLUTION_US) {
+            if (cli_parse_time_resolution(v, &o->time_resolution_us) < 0) {
                 cli_error("attach: --time-resolution takes a time from 1us to 1s (like 10ms)");
                 return 2;
             }

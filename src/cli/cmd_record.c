@@ -213,8 +213,7 @@ int cmd_record(int argc, char **argv)
             }
         } else if (!strcmp(a, "--time-resolution") || !strncmp(a, "--time-resolution=", 18)) {
             const char *v = a[17] == '=' ? a + 18 : (++i < argc ? argv[i] : NULL);
-            if (!v || mtl_parse_time(v, &time_resolution_us) < 0 || time_resolution_us < 1 ||
-                time_resolution_us > MTL_MAX_TIME_RESOLUTION_US) {
+            if (cli_parse_time_resolution(v, &time_resolution_us) < 0) {
                 cli_error("record: --time-resolution takes a time from 1us to 1s (like 10ms)");
                 return 2;
             }

@@ -6,7 +6,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/filter.h"
 #include "cli/cli.h"
+#include "common/recenv.h"
+
+int cli_parse_time_resolution(const char *v, uint64_t *us)
+{
+    return v && mtl_parse_time(v, us) == 0 && *us >= 1 && *us <= MTL_MAX_TIME_RESOLUTION_US
+               ? 0 : -1;
+}
 
 void cli_error(const char *fmt, ...)
 {

@@ -22,6 +22,7 @@
 #define MTL_COMMON_RECENV_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MTL_ENV_MARKER      "MEMTALLY_RECORD"     /* =N, the block's entries */
@@ -78,6 +79,12 @@ struct mtl_env_opts {
  * small.  For memtally record and for a followed exec alike. */
 size_t mtl_env_block_make(const struct mtl_env_opts *o, char *buf, size_t cap,
                           char *entries[MTL_ENV_MAX_BLOCK]);
+
+/* A time resolution as the recorder takes it, from 1 us to the most. */
+static inline uint32_t mtl_time_resolution(long long us)
+{
+    return (uint32_t)(us < 1 ? 1 : us > MTL_MAX_TIME_RESOLUTION_US ? MTL_MAX_TIME_RESOLUTION_US : us);
+}
 
 /* If entry e is NAME=..., its value; else NULL. */
 static inline const char *mtl_env_value(const char *e, const char *name)

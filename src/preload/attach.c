@@ -39,15 +39,14 @@ EXPORT int mtl_attach_begin(const char *options)
     char *end;
     unsigned long long rate = strtoull(nl + 1, &end, 10);
     unsigned long depth = *end == '\n' ? strtoul(end + 1, &end, 10) : 0;
-    unsigned long long step = *end == '\n' ? strtoull(end + 1, NULL, 10) : 1;
+    long long step = *end == '\n' ? strtoll(end + 1, NULL, 10) : 1;
     mtl__hooks_first_use();
     if (!mtl__pl.ready)
         return -ENOTSUP;
     if (mtl__attached || atomic_load(mtl__pl.state) != MTL_OFF)
         return -EBUSY;
     mtl__attached = 1;
-    mtl__pl.opt.time_resolution_us = (uint32_t)(step < 1 ? 1 : step > MTL_MAX_TIME_RESOLUTION_US
-                                                              ? MTL_MAX_TIME_RESOLUTION_US : step);
+    mtl__pl.opt.time_resolution_us = mtl_time_resolution(step);
     int rc = mtl__ctl_start(path, rate, (unsigned)depth);
     if (rc < 0) {
         mtl__attached = 0;

@@ -91,9 +91,7 @@ static void read_options(void)
     o->sample_rate = rate > 0 ? (uint64_t)rate : 0;
     long seed = env_long(MTL_ENV_SEED, 0);
     o->seed = seed > 0 ? (uint64_t)seed : 0;
-    long step = env_long(MTL_ENV_TIME_RESOLUTION, 1);
-    o->time_resolution_us = (uint32_t)(step < 1 ? 1 : step > MTL_MAX_TIME_RESOLUTION_US
-                                                         ? MTL_MAX_TIME_RESOLUTION_US : step);
+    o->time_resolution_us = mtl_time_resolution(env_long(MTL_ENV_TIME_RESOLUTION, 1));
     /* Not an option of memtally record's: a knob to rule our walker out
      * (or check it) when a stack looks wrong.  Read, never removed. */
     const char *unwind = getenv("MEMTALLY_UNWIND");

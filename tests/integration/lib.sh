@@ -45,6 +45,25 @@ check() {
     done
 }
 
+# clock_steps_times TRACE STEPS N SLACK_US: TRACE recorded
+# tests/programs/clock_steps N MS, which printed STEPS; its N allocations
+# must be in the trace, each one's time from the first's within SLACK_US
+# of the program's own readings around it.  Leaves "i time" lines in
+# trace.txt.
+clock_steps_times() {
+    "$MEMTALLY_BIN" dump "$1" |
+        awk -v n="$3" '$3 == "alloc" { split($5, a, "="); s = a[2]; if (s >= 1000 && s < 1000 + n) print s - 1000, $1 }' |
+        sort -n > trace.txt
+    expect_eq "allocations found in the trace" "$3" "$(wc -l < trace.txt)"
+    join "$2" trace.txt | awk -v slack="$4" '
+        NR == 1 { b0 = $2; a0 = $3; t0 = $4; next }
+        { lo = ($2 - a0) / 1000.0 - slack; hi = ($3 - b0) / 1000.0 + slack; dt = $4 - t0
+          if (dt < lo || dt > hi) { printf "allocation %d at %d us, the program saw it between %.1f and %.1f\n", $1, dt, lo, hi; bad++ }
+          n++ }
+        END { printf "%d allocations checked\n", n; exit bad > 0 }' ||
+        fail "trace times further than $4 us from the program's own readings"
+}
+
 # same_run STATUS PROGRAM ARGS: PROGRAM exits with STATUS, without memtally
 # and recorded into trace.mtly, and prints the same stdout both ways.
 same_run() {
