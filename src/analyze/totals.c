@@ -12,6 +12,15 @@
 #include "memtally/errors.h"
 #include "trace/defs.h"
 
+/* The estimate of live bytes after a free: the sum of the weights, which
+ * rounding leaves a hair off zero when every block is gone ("-0 B"). */
+static void est_live_after_free(struct mtl_totals_acc *acc)
+{
+    if (acc->t.live_blocks == 0 || acc->est_live < 0)
+        acc->est_live = 0;
+    acc->t.est_live_bytes = acc->est_live;
+}
+
 int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
                      const struct mtl_block *b)
 {
@@ -21,7 +30,7 @@ int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
         t->live_bytes -= b->size;
         t->live_blocks--;
         acc->est_live -= b->weight_bytes;
-        t->est_live_bytes = acc->est_live;
+        est_live_after_free(acc);
         return 0;
     }
     t->events++;
@@ -68,6 +77,8 @@ int mtl_totals_event(struct mtl_totals_acc *acc, const struct mtl_event *ev,
         t->live_blocks--;
         t->est_frees += b->weight_count;
         acc->est_live -= b->weight_bytes;
+        est_live_after_free(acc);
+        return 0;
     }
     t->est_live_bytes = acc->est_live;
     return 0;

@@ -98,6 +98,10 @@ for seed in $SEEDS; do
     within "seed $seed total bytes" "$bytes" $TRUE_BYTES "$s_bytes"
     within "seed $seed allocations" "$calls" $TRUE_CALLS "$s_calls"
     expect_eq "seed $seed estimated frees equal allocations" "$calls" "$(jq -r .frees info$seed.json)"
+    # Every block is freed: the estimate of what is live is 0, not a
+    # rounding's "-0 B".
+    expect_eq "seed $seed: nothing live at the end" "live at end:   ~0 B" \
+        "$("$MEMTALLY_BIN" info s$seed.mtly | grep '^live at end')"
     "$MEMTALLY_BIN" report --total --json s$seed.mtly >report$seed.json || fail "report failed"
     for f in small medium large; do
         got=$(jq -r ".total.rows[] | select(.function == \"${f}_objs\") | .bytes" report$seed.json)
