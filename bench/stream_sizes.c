@@ -10,7 +10,9 @@
  * change shrinks the trace by about its IN TRACE figure, not ALONE's.
  * Then what the times would take coded by a context model instead
  * (times_model below): how far their coding is from one that predicts
- * better than zstd can.
+ * better than zstd can; and what the trace would be with each size coded
+ * against its stack's last sizes (sizes_by_stack below), a coding tried
+ * and not kept.
  *   stream_sizes TRACE */
 #include <fcntl.h>
 #include <math.h>
@@ -111,6 +113,63 @@ static void times_model_add(struct times_model *m, uint64_t dt)
         m->bits += 2 * floor(log2((double)dt)) + 1;
 }
 
+/* Sizes by stack: most call sites ask for a few sizes, so each size as
+ * its place in its stack's list of the last SBS_KEEP sizes (move to
+ * front), or SBS_KEEP + the size when not there; the lists start empty
+ * each block (blocks are summed alone) and are found by stack in a table
+ * of 2^SBS_BITS, a collision starting the list again.  The recoded SIZE
+ * stream goes into a chain of its own, the other streams as they are. */
+#define SBS_KEEP 4
+#define SBS_BITS 16
+struct sizes_by_stack {
+    uint32_t stack[1u << SBS_BITS];
+    uint8_t n[1u << SBS_BITS];
+    uint64_t size[1u << SBS_BITS][SBS_KEEP];
+    uint8_t *out;
+    size_t cap;
+};
+
+/* Block k's SIZE stream recoded into s->out; its length, or -1. */
+static long sizes_by_stack(struct sizes_by_stack *s, const struct mtl_block *k)
+{
+    memset(s->n, 0, sizeof s->n);
+    uint32_t n = k->nval[MTL_S_SIZE];
+    if (s->cap < (size_t)n * MTL_VARINT_MAX) {
+        free(s->out);
+        s->cap = (size_t)n * MTL_VARINT_MAX;
+        if (!(s->out = malloc(s->cap)))
+            return -1;
+    }
+    uint8_t *p = s->out;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t stack = (uint32_t)k->val[MTL_S_STACK][i]; /* decoded: the id */
+        uint64_t size = k->val[MTL_S_SIZE][i];
+        uint32_t h = (stack * 0x9e3779b1u) >> (32 - SBS_BITS);
+        if (!s->n[h] || s->stack[h] != stack) {
+            p = mtl__put_varint(p, size);
+            s->stack[h] = stack;
+            s->n[h] = 1;
+            s->size[h][0] = size;
+            continue;
+        }
+        unsigned j = 0;
+        while (j < s->n[h] && s->size[h][j] != size)
+            j++;
+        if (j < s->n[h]) {
+            p = mtl__put_varint(p, j);
+        } else {
+            p = mtl__put_varint(p, size + SBS_KEEP);
+            if (s->n[h] < SBS_KEEP)
+                s->n[h]++;
+            j = s->n[h] - 1u;
+        }
+        for (; j > 0; j--)
+            s->size[h][j] = s->size[h][j - 1];
+        s->size[h][0] = size;
+    }
+    return (long)(p - s->out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -139,7 +198,9 @@ int main(int argc, char **argv)
             return 1;
         }
     struct times_model tm = { .moved = calloc(1u << 16, sizeof *tm.moved) };
-    if (!tm.moved)
+    struct sizes_by_stack *sbs = calloc(1, sizeof *sbs);
+    struct chain sbs_chain = { 0 };
+    if (!tm.moved || !sbs || chain_init(&sbs_chain) < 0)
         return 1;
     uint64_t records = 0;
     const struct mtl_block *k;
@@ -154,6 +215,14 @@ int main(int argc, char **argv)
             raw[s] += n;
             if (n)
                 packed[s] += ZSTD_compress(out, cap, k->bytes[s], n, MTL_ENC_ZSTD_LEVEL);
+        }
+        struct mtl_block recoded = *k;
+        long len = sizes_by_stack(sbs, k);
+        recoded.bytes[MTL_S_SIZE] = sbs->out;
+        recoded.bytes_end[MTL_S_SIZE] = sbs->out + (len > 0 ? len : 0);
+        if (len < 0 || chain_add(&sbs_chain, &recoded, nstreams, -1, out, cap) < 0) {
+            fprintf(stderr, "stream_sizes: out of memory or zstd failed\n");
+            return 1;
         }
         for (unsigned i = 0; i <= nstreams; i++)
             if (chain_add(&chains[i], k, nstreams, (int)i - 1, out, cap) < 0) {
@@ -180,6 +249,9 @@ int main(int argc, char **argv)
     printf("times: %llu records with a time, %llu of them a microsecond or more after the one "
            "before; coded by a context model of the 16 records before: %.0f bytes\n",
            (unsigned long long)records, (unsigned long long)tm.values, tm.bits / 8);
+    printf("sizes coded by their stack's last %d sizes (tried, not kept): %llu bytes, %.3f of "
+           "the trace\n",
+           SBS_KEEP, sbs_chain.bytes, whole ? (double)sbs_chain.bytes / (double)whole : 0);
     mtl__blocks_close(b);
     return 0;
 }
