@@ -134,9 +134,9 @@ static long sizes_by_stack(struct sizes_by_stack *s, const struct mtl_block *k)
 {
     memset(s->n, 0, sizeof s->n);
     uint32_t n = k->nval[MTL_S_SIZE];
-    if (s->cap < (size_t)n * MTL_VARINT_MAX) {
+    if (!s->out || s->cap < (size_t)n * MTL_VARINT_MAX) {
         free(s->out);
-        s->cap = (size_t)n * MTL_VARINT_MAX;
+        s->cap = (size_t)n * MTL_VARINT_MAX + 1;
         if (!(s->out = malloc(s->cap)))
             return -1;
     }
