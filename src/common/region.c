@@ -337,18 +337,28 @@ int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spi
 
 /* --- waking the writer ---------------------------------------------------- */
 
+/* The system call only for a writer asleep: one at work takes the queue
+ * as it is on its next round anyway, and a program whose writer cannot
+ * keep up (binary trees: 20,000 wakes a run) would otherwise make one
+ * for every chunk it fills.  Sequentially consistent on both sides: the
+ * count's increment here and writer_sleeping's store there come before
+ * the other's load, so a writer that read the old count is seen asleep,
+ * and its FUTEX_WAIT, finding the count moved, returns at once. */
 void mtl_region_wake(struct mtl_region *r)
 {
     atomic_fetch_add(&r->wake, 1);
-    /* Not FUTEX_PRIVATE: the writer may be another process. */
-    syscall(SYS_futex, &r->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+    if (atomic_load(&r->writer_sleeping))
+        /* Not FUTEX_PRIVATE: the writer may be another process. */
+        syscall(SYS_futex, &r->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms)
 {
+    atomic_store(&r->writer_sleeping, 1);
     uint32_t seen = atomic_load(&r->wake);
     struct timespec t = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
     syscall(SYS_futex, &r->wake, FUTEX_WAIT, seen, &t, NULL, 0);
+    atomic_store(&r->writer_sleeping, 0);
 }
 
 void mtl_region_answer(struct mtl_region *r, uint32_t seq)

@@ -153,6 +153,8 @@ struct mtl_region {
     uint32_t allocated;
     uint32_t full_head, full_tail, nfull;
     _Atomic uint32_t wake;      /* futex word the writer sleeps on */
+    _Atomic uint32_t writer_sleeping; /* 1 from before it reads wake to
+                                         after it wakes */
     _Atomic uint32_t nstates;   /* thread states handed out */
     _Atomic uint32_t nnodes;    /* stack nodes defined (node 0: the root) */
 

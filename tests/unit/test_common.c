@@ -1,11 +1,17 @@
 /*
  * test_common.c: the shared pieces of src/common: buffer, arena, hash
  * map (against a plain array as the truth, through growth and removals),
- * interning, bitset and the JSON writer (exact output).
+ * interning, bitset and the JSON writer (exact output), and the region's
+ * wake-up of its writer.
  */
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "common/arena.h"
@@ -14,6 +20,7 @@
 #include "common/hmap.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "common/region.h"
 #include "memtally/errors.h"
 
 static void test_buf(void)
@@ -216,6 +223,63 @@ static void test_errors(void)
     CHECK(!strcmp(mtl_strerror(12345), "unknown error"));
 }
 
+/* A writer asleep on the region (a long timeout) wakes when woken, and
+ * says it sleeps only while it does: the wake makes its system call only
+ * then. */
+static double slept_s;
+static _Atomic int sleeper_tid;
+
+/* Whether thread tid of this process is asleep (state S in its stat). */
+static int asleep(int tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'S';
+}
+
+static void *sleeper(void *arg)
+{
+    atomic_store(&sleeper_tid, (int)syscall(SYS_gettid));
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    mtl_region_sleep(arg, 20000);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    slept_s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    return NULL;
+}
+
+static void test_region_wake(void)
+{
+    struct mtl_region *r = mtl_region_new_private();
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    mtl_region_wake(r); /* nobody asleep: counted, nothing else */
+    CHECK(atomic_load(&r->wake) == 1 && atomic_load(&r->writer_sleeping) == 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, sleeper, r) == 0);
+    /* Until it is in its futex wait (a wake before that would be seen by
+     * the wait's compare, not by the wake's system call). */
+    for (int i = 0; i < 5000 && !(atomic_load(&r->writer_sleeping) &&
+                                   asleep(atomic_load(&sleeper_tid)));
+         i++)
+        usleep(1000);
+    /* The wake ends the sleep, long before its timeout of 20 s (a lost
+     * wake would sleep it out). */
+    mtl_region_wake(r);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(slept_s < 10);
+    CHECK(atomic_load(&r->writer_sleeping) == 0);
+    mtl_region_unmap(r);
+}
+
 int main(void)
 {
     test_buf();
@@ -225,5 +289,6 @@ int main(void)
     test_bitset();
     test_json();
     test_errors();
+    test_region_wake();
     CHECKS_DONE();
 }
