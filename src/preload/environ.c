@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/procstat.h"
 #include "common/recenv.h"
 
 extern char **environ;
@@ -52,49 +53,12 @@ const char *mtl__env_get(const char *name)
     return getenv(name);
 }
 
-/* The fields of /proc/self/stat, by their number in proc(5) (1 = pid);
- * 0 when read, else -1. */
-#define STAT_FIELDS 52
-static int read_stat(uint64_t f[STAT_FIELDS + 1])
-{
-    char buf[4096];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return -1;
-    p++;
-    memset(f, 0, (STAT_FIELDS + 1) * sizeof *f);
-    for (int k = 3; k <= STAT_FIELDS && *p; k++) {
-        while (*p == ' ')
-            p++;
-        if (k == 3) { /* the state, a letter */
-            while (*p && *p != ' ')
-                p++;
-            continue;
-        }
-        char *end;
-        f[k] = strtoull(p, &end, 10);
-        if (end == p)
-            return -1;
-        p = end;
-    }
-    return 0;
-}
-
 /* Moves the end of the environment area the kernel shows back to from,
  * when the strings from there to its end are exactly the block's. */
 static void hide_from_proc(char *const *block, size_t n, const char *from)
 {
-    uint64_t f[STAT_FIELDS + 1];
-    if (read_stat(f) < 0)
+    uint64_t f[MTL_STAT_FIELDS + 1];
+    if (mtl_proc_stat(0, f) < 0)
         return;
     uint64_t env_start = f[50], env_end = f[51], at = (uint64_t)(uintptr_t)from;
     uint64_t bytes = 0;
