@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "common/json.h"
+#include "common/procstat.h"
 #include "render/render.h"
 
 static const char usage[] =
@@ -49,18 +50,19 @@ static const char usage[] =
 /* The parent of process pid (from /proc), or -1. */
 static pid_t parent_of(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the name may hold anything */
-    int ppid;
-    char state;
-    return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+    uint64_t f[MTL_STAT_FIELDS + 1];
+    return mtl_proc_stat(pid, f) == 0 ? (pid_t)f[4] : -1;
+}
+
+/* Whether server is pid or one of its ancestors. */
+static int served_for(pid_t server, pid_t pid)
+{
+    for (int depth = 0; pid > 1 && depth < 256; depth++) {
+        if (pid == server)
+            return 1;
+        pid = parent_of(pid);
+    }
+    return 0;
 }
 
 /* The directories where a socket may be: the rule of common/ctlsock.c
@@ -122,9 +124,9 @@ static int connect_to(int pid, unsigned timeout_s, char *err, size_t errcap)
         struct ucred cred;
         socklen_t clen = sizeof cred;
         /* Served by the process itself, or for it by the memtally record
-         * that started it (its parent). */
+         * that started it or follows it (an ancestor). */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-            cred.uid != geteuid() || (cred.pid != pid && cred.pid != parent_of(pid))) {
+            cred.uid != geteuid() || !served_for(cred.pid, pid)) {
             close(fd);
             snprintf(err, errcap, "%s is not the socket of pid %d run by this user",
                      addr.sun_path, pid);

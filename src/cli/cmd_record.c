@@ -27,6 +27,7 @@
 #include "common/recenv.h"
 #include "cli/analysis.h"
 #include "cli/record_control.h"
+#include "cli/record_followers.h"
 #include "cli/record_writer.h"
 #include "cli/cli.h"
 #include "memtally/trace.h"
@@ -121,6 +122,7 @@ struct record_env {
     int idle, follow_fork, follow_exec;
     const char *calls;        /* --calls: its patterns, or NULL */
     int region_fd;            /* the region's descriptor (common/region.h), or -1 */
+    const char *handover;     /* where followed processes hand their regions, or NULL */
 };
 
 /* In the child, before exec: our environment, unchanged, with the
@@ -140,7 +142,8 @@ static char **child_environment(const struct record_env *re, const char *program
         .time_resolution_us = re->time_resolution_us,
         .seed = seed ? strtoull(seed, NULL, 10) : 0, .idle = re->idle,
         .follow_fork = re->follow_fork, .follow_exec = re->follow_exec,
-        .region_fd = re->region_fd, .calls = re->calls, .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
+        .region_fd = re->region_fd, .handover = re->handover, .calls = re->calls,
+        .library = re->lib, .their_preload = getenv(MTL_ENV_PRELOAD),
     };
     size_t cap = 3 * PATH_MAX + (o.their_preload ? strlen(o.their_preload) : 0) + 512;
     char **env = calloc(n + MTL_ENV_MAX_BLOCK + 1, sizeof *env);
@@ -314,6 +317,10 @@ int cmd_record(int argc, char **argv)
      * itself. */
     static struct record_writer writer;
     int have_region = record_writer_create(&writer) == 0;
+    /* And of the processes it follows (record_followers.h). */
+    static struct record_followers followers = { .fd = -1 };
+    if (have_region && (follow_fork || follow_exec))
+        record_followers_start(&followers);
     child = fork();
     if (child < 0) {
         cli_error("record: fork: %s", strerror(errno));
@@ -326,7 +333,8 @@ int cmd_record(int argc, char **argv)
                                  .idle = idle,
                                  .follow_fork = follow_fork, .follow_exec = follow_exec,
                                  .calls = calls ? call_patterns : NULL,
-                                 .region_fd = have_region ? writer.memfd : -1 };
+                                 .region_fd = have_region ? writer.memfd : -1,
+                                 .handover = followers.fd >= 0 ? followers.path : NULL };
         char **env = child_environment(&re, prog[0]);
         if (env)
             execvpe(prog[0], prog, env);
@@ -344,6 +352,7 @@ int cmd_record(int argc, char **argv)
     int writer_ok = 1;
     if (have_region && record_writer_start(&writer, trace, child) < 0)
         writer_ok = 0;
+    record_followers_child(&followers, child);
     /* The program's control socket is ours to serve (record_control.c). */
     struct record_control control = { .running = 0 };
     if (have_region)
@@ -369,6 +378,8 @@ int cmd_record(int argc, char **argv)
     }
     record_control_stop(&control);
     if (have_region && record_writer_finish(&writer, status) < 0)
+        writer_ok = 0;
+    if (record_followers_finish(&followers, status, quiet) < 0)
         writer_ok = 0;
     int exec_errno = 0;
     ssize_t got = read(sync_pipe[0], &exec_errno, sizeof exec_errno);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -64,8 +65,19 @@ int record_control_start(struct record_control *rc, struct record_writer *rw, pi
         rc->fd = -1;
         return -1;
     }
+    struct stat st;
+    if (stat(rc->path, &st) == 0)
+        rc->ino = st.st_ino;
     rc->running = 1;
     return 0;
+}
+
+/* Removes the socket file if it is still ours. */
+static void remove_socket(struct record_control *rc)
+{
+    struct stat st;
+    if (stat(rc->path, &st) == 0 && st.st_ino == rc->ino)
+        unlink(rc->path);
 }
 
 void record_control_stop(struct record_control *rc)
@@ -79,7 +91,7 @@ void record_control_stop(struct record_control *rc)
     }
     pthread_join(rc->thread, NULL);
     rc->running = 0;
-    unlink(rc->path);
+    remove_socket(rc);
     close(rc->fd);
     close(rc->wake);
     rc->fd = -1;

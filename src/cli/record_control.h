@@ -18,6 +18,7 @@ struct record_control {
     int fd;                 /* the listening socket */
     int wake;               /* an eventfd: stop now */
     char path[108];
+    ino_t ino;              /* the socket file's: a later one of the pid stays */
     pthread_t thread;
     int running;
     atomic_int stop;
@@ -27,7 +28,9 @@ struct record_control {
  * after saying why (the program then has no live control). */
 int record_control_start(struct record_control *rc, struct record_writer *rw, pid_t pid);
 
-/* The program has ended: stops serving and removes the socket. */
+/* The program has ended: stops serving and removes the socket, unless a
+ * later one took its name (the program exec'd another, which memtally
+ * record follows: record_followers.h). */
 void record_control_stop(struct record_control *rc);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,9 @@ int record_writer_create(struct record_writer *rw)
     rw->r = mtl_region_init(p);
     atomic_store(&rw->r->beat, now_ns());
     rw->memfd = fd;
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+        rw->region_ino = st.st_ino;
     return 0;
 }
 
@@ -209,6 +213,10 @@ static int begin_trace(struct record_writer *rw, const char *given, int clobber)
     atomic_store(&r->live_known, 1);
     mtl_encoder_refresh_names(&rw->enc);
     rw->traces++;
+    if (!rw->path) { /* a followed process's: later traces go beside it */
+        snprintf(rw->followed_path, sizeof rw->followed_path, "%s", used);
+        rw->path = rw->followed_path;
+    }
     /* The name used goes back, as the program's own writer would set it. */
     if (strcmp(path, given) == 0)
         snprintf(r->req_path, sizeof r->req_path, "%s", used);
@@ -250,17 +258,22 @@ static void answer_request(struct record_writer *rw)
     mtl_region_answer(r, seq);
 }
 
-/* Whether pid still maps the region (an exec unmaps everything). */
-static int still_mapped(pid_t pid)
+/* Whether the process still maps our region (an exec unmaps everything;
+ * the new program, followed, maps a region of its own: the memory file's
+ * inode tells them apart). */
+static int still_mapped(const struct record_writer *rw)
 {
     char path[64], buf[8192];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)rw->pid);
     FILE *f = fopen(path, "re");
     if (!f)
         return 0;
     int found = 0;
-    while (!found && fgets(buf, sizeof buf, f))
-        found = strstr(buf, "memtally-region") != NULL;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        unsigned long ino = 0;
+        found = strstr(buf, "memtally-region") && sscanf(buf, "%*s %*s %*s %*s %lu", &ino) == 1 &&
+                ino == (unsigned long)rw->region_ino;
+    }
     fclose(f);
     return found;
 }
@@ -287,9 +300,11 @@ static void *writer(void *arg)
             int reason = atomic_load(&r->end_reason);
             if (by_signal)
                 end_trace(rw, MTL_END_SIGNAL, WTERMSIG(st), 1);
+            else if (reason < 0 && rw->status_unknown)
+                end_trace(rw, MTL_END_SIGNAL, 0, 1); /* no exit: a signal we cannot name */
             else
                 end_trace(rw, reason >= 0 ? (unsigned)reason : MTL_END_EXIT, 0, 1);
-        } else if (rw->out >= 0 && atomic_load(&r->exec_ns) && !still_mapped(rw->pid)) {
+        } else if (rw->out >= 0 && atomic_load(&r->exec_ns) && !still_mapped(rw)) {
             /* The program is another now: what it did until the exec. */
             end_trace(rw, MTL_END_EXEC, 0, 1);
         } else if (rw->out >= 0) {
@@ -329,6 +344,47 @@ int record_writer_start(struct record_writer *rw, const char *path, pid_t pid)
     }
     rw->running = 1;
     return 0;
+}
+
+int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid)
+{
+    memset(rw, 0, sizeof *rw);
+    rw->memfd = rw->first = rw->out = -1;
+    rw->live = (struct mtl_hmap)MTL_HMAP_INIT;
+    pthread_mutex_init(&rw->mu, NULL);
+    size_t size = mtl_region_size();
+    struct stat st;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size == size)
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return -(e ? e : EINVAL);
+    struct mtl_region *r = p;
+    if (r->magic != MTL_REGION_MAGIC || r->size != size) {
+        munmap(p, size);
+        return -EINVAL;
+    }
+    rw->r = r;
+    rw->region_ino = st.st_ino;
+    rw->pid = pid;
+    atomic_store(&r->beat, now_ns());
+    if (pthread_create(&rw->thread, NULL, writer, rw) != 0) {
+        munmap(p, size);
+        rw->r = NULL;
+        return -EAGAIN;
+    }
+    rw->running = 1;
+    return 0;
+}
+
+int record_writer_ended(struct record_writer *rw)
+{
+    pthread_mutex_lock(&rw->mu);
+    int ended = rw->traces > 0 && rw->out < 0;
+    pthread_mutex_unlock(&rw->mu);
+    return ended;
 }
 
 /* --- memtally ctl ------------------------------------------------------------ */

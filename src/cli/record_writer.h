@@ -21,7 +21,9 @@
 struct record_writer {
     struct mtl_region *r;
     int memfd;              /* for the child to inherit; closed at start */
+    ino_t region_ino;       /* the region's memory file, as /proc/PID/maps shows it */
     const char *path;       /* the first trace's path */
+    char followed_path[4096]; /* a followed process's first trace's path */
     int first;              /* its file, made before the program runs */
     int out;                /* the trace being written, or -1 */
     char out_path[4096];
@@ -32,6 +34,7 @@ struct record_writer {
     struct mtl_encoder enc;
     atomic_int child_done;  /* the program has ended: write its end, stop */
     int child_status;       /* its wait status, once done */
+    int status_unknown;     /* a followed process: its status was not found */
     int err;                /* errno of a failed write, 0 if none */
     int traces;             /* traces begun */
     uint64_t written;       /* bytes written to the trace files */
@@ -49,6 +52,16 @@ int record_writer_create(struct record_writer *rw);
  * thread.  0, or -1 (said why). */
 int record_writer_start(struct record_writer *rw, const char *path, pid_t pid);
 
+/* A process that memtally record follows handed over its region's
+ * descriptor fd (record_followers.h): maps it and starts the thread, which
+ * writes the traces the process asks for.  fd is closed.  0, or a
+ * negative errno when fd is no region of ours. */
+int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid);
+
+/* Whether the trace rw wrote has ended and no other is open: the process
+ * exec'd a program not followed, or was stopped by `memtally ctl`. */
+int record_writer_ended(struct record_writer *rw);
+
 /* `memtally ctl PID dump FILE`: the trace so far into FILE, with an end.
  * 0 or a negative errno. */
 int record_writer_dump(struct record_writer *rw, const char *path);
@@ -59,8 +72,9 @@ int record_writer_dump(struct record_writer *rw, const char *path);
  * command (common/ctlsock.h); the answer line, with its newline. */
 void record_writer_control(struct record_writer *rw, char *line, char *answer, size_t cap);
 
-/* The program has ended with status: writes what is left and the end,
- * stops the thread.  0, or -1 when a trace is incomplete (said why). */
+/* The program has ended with status (a wait status; rw->status_unknown
+ * when not known): writes what is left and the end, stops the thread.  0,
+ * or -1 when a trace is incomplete (said why). */
 int record_writer_finish(struct record_writer *rw, int status);
 
 #endif

@@ -52,7 +52,9 @@ static int private_dir(const char *dir, char *why, size_t why_cap)
     return 0;
 }
 
-int mtl_ctl_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap)
+/* Listens on dir/PID.suffix, a socket of type. */
+static int listen_at(pid_t pid, const char *suffix, int type, char *path, size_t cap, char *why,
+                     size_t why_cap)
 {
     char dir[SUN_CAP];
     mtl_ctl_dir(dir, sizeof dir);
@@ -60,12 +62,12 @@ int mtl_ctl_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap)
     if (rc < 0)
         return rc;
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    int n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/%d.sock", dir, (int)pid);
+    int n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/%d.%s", dir, (int)pid, suffix);
     if (n < 0 || (size_t)n + 1 >= sizeof addr.sun_path) {
         snprintf(why, why_cap, "%s is too long a path for a socket", dir);
         return -ENAMETOOLONG;
     }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         int err = errno;
         snprintf(why, why_cap, "%s cannot be made: %s", addr.sun_path, strerror(err));
@@ -82,6 +84,16 @@ int mtl_ctl_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap)
     chmod(addr.sun_path, 0600); /* the directory guards it already */
     snprintf(path, cap, "%s", addr.sun_path);
     return fd;
+}
+
+int mtl_ctl_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap)
+{
+    return listen_at(pid, "sock", SOCK_STREAM, path, cap, why, why_cap);
+}
+
+int mtl_handover_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap)
+{
+    return listen_at(pid, "rec", SOCK_SEQPACKET, path, cap, why, why_cap);
 }
 
 int mtl_ctl_peer_ok(int fd)

@@ -56,6 +56,19 @@ void mtl_ctl_dir(char *out, size_t cap);
  * a negative errno, with what went wrong in why ("... cannot be made"). */
 int mtl_ctl_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap);
 
+/* The socket on which memtally record takes the regions of the processes
+ * it follows (--follow-fork, --follow-exec), so that it writes their
+ * traces as it does its own child's (preload/handover.c sends,
+ * cli/record_followers.c takes): PID.rec beside the control sockets, PID
+ * memtally record's own, a SOCK_SEQPACKET socket.  A process sends one
+ * message, MTL_HANDOVER_MAGIC (four bytes) with its region's descriptor
+ * (SCM_RIGHTS); the answer is one byte, MTL_HANDOVER_TAKEN when memtally
+ * record writes its traces from then on. */
+#define MTL_HANDOVER_MAGIC 0x4d544c48u /* "MTLH" */
+#define MTL_HANDOVER_TAKEN 1
+#define MTL_HANDOVER_WAIT_MS 5000      /* how long a process waits for the answer */
+int mtl_handover_listen(pid_t pid, char *path, size_t cap, char *why, size_t why_cap);
+
 /* Whether the peer of a connection is our own user. */
 int mtl_ctl_peer_ok(int fd);
 

@@ -50,6 +50,8 @@ size_t mtl_env_block_make(const struct mtl_env_opts *o, char *buf, size_t cap,
         entries[k++] = put(&at, end, MTL_ENV_FOLLOW_EXEC, "1", 0);
     if (o->region_fd >= 0)
         entries[k++] = put(&at, end, MTL_ENV_REGION, NULL, (unsigned long long)o->region_fd);
+    if (o->handover && *o->handover)
+        entries[k++] = put(&at, end, MTL_ENV_HANDOVER, o->handover, 0);
     if (o->calls)
         entries[k++] = put(&at, end, MTL_ENV_CALLS, o->calls, 0);
     /* Last: ld.so takes the last LD_PRELOAD; the user's stays in place. */

@@ -45,19 +45,22 @@
 #define MTL_ENV_REGION      "MEMTALLY_REGION"     /* descriptor of the region
                                                    (common/region.h) for the
                                                    process of OUTPUT_PID */
+#define MTL_ENV_HANDOVER    "MEMTALLY_HANDOVER"   /* memtally record's socket for
+                                                   the regions of the processes
+                                                   it follows (common/ctlsock.h) */
 
 /* Every name a block may hold, the marker first. */
 static const char *const mtl_env_names[] = {
     MTL_ENV_MARKER, MTL_ENV_OUTPUT, MTL_ENV_OUTPUT_PID, MTL_ENV_PATTERN, MTL_ENV_DEPTH,
     MTL_ENV_SAMPLE_RATE, MTL_ENV_SEED, MTL_ENV_TIME_RESOLUTION, MTL_ENV_IDLE, MTL_ENV_FOLLOW_FORK,
-    MTL_ENV_FOLLOW_EXEC, MTL_ENV_REGION, MTL_ENV_CALLS, MTL_ENV_PRELOAD,
+    MTL_ENV_FOLLOW_EXEC, MTL_ENV_REGION, MTL_ENV_HANDOVER, MTL_ENV_CALLS, MTL_ENV_PRELOAD,
 };
 
 /* The default path of a trace: %e the program's name, %p its pid. */
 #define MTL_TRACE_PATTERN "%e.%p.mtly"
 
 /* Entries in a block at most: the marker, every name above once. */
-#define MTL_ENV_MAX_BLOCK 15
+#define MTL_ENV_MAX_BLOCK 16
 
 /* What a block says; fields 0 or NULL are left out (pattern, depth and
  * library never are). */
@@ -69,6 +72,7 @@ struct mtl_env_opts {
     unsigned long long time_resolution_us; /* 0 or 1: every microsecond */
     int idle, follow_fork, follow_exec;
     int region_fd;                 /* -1: none */
+    const char *handover;        /* memtally record's socket, or NULL */
     const char *calls;           /* record --calls: its patterns ("" for all) */
     const char *library;         /* libmemtally.so, first in LD_PRELOAD */
     const char *their_preload;   /* the LD_PRELOAD it goes before, or NULL */

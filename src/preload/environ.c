@@ -170,6 +170,7 @@ char *const *mtl__env_for_exec(char *const envp[], size_t *made_size)
         .sample_rate = mtl__pl.opt.sample_rate, .seed = mtl__pl.opt.seed,
         .time_resolution_us = mtl__pl.opt.time_resolution_us,
         .follow_fork = mtl__pl.opt.follow_fork, .follow_exec = 1, .region_fd = -1,
+        .handover = mtl__pl.opt.handover,
         .calls = mtl__calls_patterns(), .library = self.dli_fname,
         .their_preload = theirs >= 0 ? mtl_env_value(envp[theirs], MTL_ENV_PRELOAD) : NULL,
     };

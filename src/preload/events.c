@@ -426,9 +426,11 @@ void mtl__events_begin_trace(void)
     mtl_region_begin_trace(R, atomic_load(&R->start_ns), 0);
 }
 
-int mtl__events_go_private(void)
+int mtl__events_move_to(struct mtl_region *r)
 {
-    struct mtl_region *old = R, *r = mtl_region_new_private();
+    struct mtl_region *old = R;
+    if (!r)
+        r = mtl_region_new_private();
     if (!r)
         return -1;
     mtl_region_copy_definitions(r, old);

@@ -87,6 +87,8 @@ static void read_options(void)
     o->follow_fork = env_long(MTL_ENV_FOLLOW_FORK, 0) == 1;
     o->follow_exec = env_long(MTL_ENV_FOLLOW_EXEC, 0) == 1;
     o->idle = env_long(MTL_ENV_IDLE, 0) == 1;
+    const char *handover = mtl__env_get(MTL_ENV_HANDOVER);
+    mtl__fmt(o->handover, sizeof o->handover, "%s", handover ? handover : "");
     long rate = env_long(MTL_ENV_SAMPLE_RATE, 0);
     o->sample_rate = rate > 0 ? (uint64_t)rate : 0;
     long seed = env_long(MTL_ENV_SEED, 0);
@@ -99,6 +101,15 @@ static void read_options(void)
                   : !strcmp(unwind, "libunwind") ? MTL_UNWIND_LIBUNWIND
                   : !strcmp(unwind, "check") ? MTL_UNWIND_CHECK : MTL_UNWIND_OWN;
     mtl__calls_init(mtl__env_get(MTL_ENV_CALLS));
+}
+
+/* memtally record writes this process's traces from region r and serves
+ * its control socket. */
+static void share_with_record(struct mtl_region *r)
+{
+    mtl__pl.shared = r;
+    mtl__pl.mailbox = r;
+    mtl__pl.mailbox_pid = getpid();
 }
 
 /* The region memtally record made for this process (common/region.h):
@@ -119,9 +130,7 @@ static void take_region(void)
         munmap(p, size);
         return;
     }
-    mtl__pl.shared = r;
-    mtl__pl.mailbox = r;
-    mtl__pl.mailbox_pid = getpid();
+    share_with_record(r);
 }
 
 /* Whether our library is in LD_PRELOAD: a plain preload records too. */
@@ -154,6 +163,11 @@ void mtl__init(void)
     read_options();
     if (from_record)
         take_region();
+    /* A program exec'd by one that memtally record follows: a region of
+     * its own, handed to memtally record (handover.c). */
+    struct mtl_region *handed = from_record && !mtl__pl.shared ? mtl__handover_region() : NULL;
+    if (handed)
+        share_with_record(handed);
     struct mtl_region *r = mtl__pl.shared ? mtl__pl.shared : mtl_region_new_private();
     if (r)
         mtl__events_use_region(r);
@@ -212,11 +226,17 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
     /* memtally record's region is the parent's: the child goes on in one
-     * of its own (recording or not, it must not touch the parent's). */
+     * of its own (recording or not, it must not touch the parent's); one
+     * that memtally record then writes from, when it follows the child. */
     int on_shared = mtl__pl.region == mtl__pl.shared;
+    int follows = atomic_load(mtl__pl.state) == MTL_RECORDING && mtl__pl.opt.follow_fork;
     mtl__gc_atfork(2);
     mtl__clock_atfork_child();
-    if (on_shared && mtl__events_go_private() < 0) {
+    struct mtl_region *handed = follows ? mtl__handover_region() : NULL;
+    if (handed) {
+        mtl__events_move_to(handed);
+        share_with_record(handed);
+    } else if (on_shared && mtl__events_move_to(NULL) < 0) {
         atomic_store(&early_state, MTL_OFF); /* not the parent's word */
         mtl__pl.state = &early_state;
         mtl__tls.in_hook--; /* the child never records: leave it all */

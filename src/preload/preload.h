@@ -76,6 +76,7 @@ struct mtl__options {
     int follow_fork, follow_exec;
     int idle;              /* start paused (memtally record --idle) */
     int unwinder;          /* enum mtl__unwinder (MEMTALLY_UNWIND) */
+    char handover[108];    /* memtally record's socket for followed processes, or "" */
 };
 
 struct mtl__preload {
@@ -118,8 +119,13 @@ void mtl__clock_atfork_child(void) MTL_HIDDEN;
 /* Events go to region r from now on (its states laid out anew). */
 void mtl__events_use_region(struct mtl_region *r) MTL_HIDDEN;
 /* A forked child of a program whose region memtally record shares goes
- * on in a private copy of it: 0, or -1 when out of memory. */
-int mtl__events_go_private(void) MTL_HIDDEN;
+ * on in a copy of it: into r (one handed to memtally record, handover.c),
+ * or when r is NULL a private one.  0, or -1 when out of memory. */
+int mtl__events_move_to(struct mtl_region *r) MTL_HIDDEN;
+/* handover.c: a new region, handed to memtally record, which writes this
+ * process's traces from it from now on; NULL when not under memtally
+ * record with a follow option, or when it did not take it. */
+struct mtl_region *mtl__handover_region(void) MTL_HIDDEN;
 int mtl__events_init(void) MTL_HIDDEN;
 struct mtl_tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
