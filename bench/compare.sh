@@ -2,7 +2,7 @@
 # Two builds of memtally side by side: the recording overhead of one
 # against the other, on the same workloads as bench/run.sh, interleaved
 # (base, new, base, new...) so that the machine's noise falls on both.
-#   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."] [-s] [-p] [-a "OPTIONS"]
+#   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."] [-s] [-p] [-f] [-a "OPTIONS"]
 #     BASE_MEMTALLY  the memtally binary to compare against (for instance
 #                    one built from an earlier commit in a git worktree);
 #                    the new one is build/memtally (MEMTALLY_BIN)
@@ -11,20 +11,23 @@
 #     -s             both record in sampled mode (--sample), and the program
 #                    alone runs too, for the overhead of each
 #     -p             the program alone runs too (full mode), for the overheads
+#     -f             the program recorded as a followed process: memtally
+#                    record --follow-exec -- env PROGRAM (env execs it)
 #     -a "OPTIONS"   more options for the new build's `memtally record` only:
 #                    with BASE the same binary, what an option costs (-a
 #                    "--depth 1": the stack walk's share of the overhead)
 # Prints, per workload, the median wall time of each and new / base.
 base=$1
-[ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST] [-s] [-p] [-a OPTIONS]" >&2; exit 2; }
+[ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST] [-s] [-p] [-f] [-a OPTIONS]" >&2; exit 2; }
 shift
-reps=7 list="storm1 sqlite python bintree perl" mode='' alone='' new_opts=''
+reps=7 list="storm1 sqlite python bintree perl" mode='' alone='' new_opts='' follow='' launcher=''
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=$2; shift 2 ;;
     -w) list=$2; shift 2 ;;
     -s) mode=--sample alone=1; shift ;;
     -p) alone=1; shift ;;
+    -f) follow=--follow-exec launcher=env; shift ;;
     -a) new_opts=$2; shift 2 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
@@ -47,10 +50,11 @@ once() {
     if [ "$1" = alone ]; then
         env $envs $cmd <"$inp" >/dev/null 2>&1
     else
-        env $envs "$1" record -q $mode ${2-} -o "$OUT/compare.mtly" -- $cmd <"$inp" >/dev/null 2>&1
+        env $envs "$1" record -q $mode $follow ${2-} -o "$OUT/compare.%p.mtly" -- $launcher $cmd \
+            <"$inp" >/dev/null 2>&1
     fi
     e=$(date +%s%N)
-    rm -f "$OUT/compare.mtly"
+    rm -f "$OUT"/compare.*.mtly*
     echo $(( (e - s) / 1000000 ))
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

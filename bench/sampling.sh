@@ -7,8 +7,10 @@
 # nothing else (what any LD_PRELOAD profiler pays to be called at all).
 # Beside it, sampled mode as a program records by itself (own ovh: the
 # library preloaded with MEMTALLY_SAMPLE_RATE, no memtally record), which is
-# how a child followed with --follow-exec or --follow-fork, or a program
-# calling mtl_start, records: with a writer thread of ours in the program.
+# how a program started with MEMTALLY= or calling mtl_start records: with a
+# writer thread of ours in the program; and as a followed process records
+# (followed ovh: memtally record --sample --follow-exec -- env PROGRAM, the
+# program exec'd by env, its trace written by memtally record).
 # Beside them, the heap profilers of two other allocators, each against the
 # same allocator without profiling (both replace glibc's malloc, so glibc
 # alone is not their baseline):
@@ -110,7 +112,7 @@ fi
 # $PROF.
 profile_ok() {
     case $1 in
-    own) pat='^MEMTALLY' ;;
+    own | followed) pat='^MEMTALLY' ;;
     jeprof) pat='^heap_v2/524288$' ;;
     tcsample) pat='^heap profile: .*@ heap_v2/524288$' ;;
     tcheap) pat='^heap profile: .*@ heapprofile$' ;;
@@ -132,7 +134,7 @@ available() {
     tcheap) [ -f "$TC" ] && [ "$heapprof" = 1 ] ;;
     tcsample) [ -n "$TCDUMP" ] ;;
     bare) [ -n "$BARE" ] ;;
-    own) [ -f "$MEMTALLY_LIB" ] ;;
+    own | followed) [ -f "$MEMTALLY_LIB" ] ;;
     *) return 0 ;;
     esac
 }
@@ -146,6 +148,7 @@ run_once() {
     sample) pre="$MEMTALLY_BIN record -q --sample -o $OUT/s.mtly --" ;;
     full) pre="$MEMTALLY_BIN record -q -o $OUT/f.mtly --" ;;
     own) envs="$envs LD_PRELOAD=$MEMTALLY_LIB MEMTALLY_SAMPLE_RATE=524288 MEMTALLY_PATTERN=$PROF/own.%p.mtly" ;;
+    followed) pre="$MEMTALLY_BIN record -q --sample --follow-exec -o $PROF/fw.%p.mtly -- env" ;;
     bare) envs="$envs LD_PRELOAD=$BARE" ;;
     je) envs="$envs LD_PRELOAD=$JE" ;;
     jeprof) envs="$envs LD_PRELOAD=$JE MALLOC_CONF=$JE_CONF" ;;
@@ -163,7 +166,7 @@ run_once() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 modes=""
-for m in base sample full je jeprof tc tcsample tcheap bare own; do
+for m in base sample full je jeprof tc tcsample tcheap bare own followed; do
     available $m && modes="$modes $m"
 done
 
@@ -184,7 +187,7 @@ nofile=0
 : > "$OUT/medians"
 for w in $list; do
     echo "bench: $w ($reps run(s) of:$modes)" >&2
-    for m in base sample full je jeprof tc tcsample tcheap bare own; do : > "$OUT/t.$m"; done
+    for m in base sample full je jeprof tc tcsample tcheap bare own followed; do : > "$OUT/t.$m"; done
     for i in $(seq "$reps"); do
         for m in $modes; do
             [ "$m" = tcheap ] && [ "$i" -gt 1 ] && continue
@@ -193,23 +196,25 @@ for w in $list; do
         done
     done
     line=$w
-    for m in base sample full je jeprof tc tcsample tcheap bare own; do
+    for m in base sample full je jeprof tc tcsample tcheap bare own followed; do
         if [ -s "$OUT/t.$m" ]; then line="$line $(median < "$OUT/t.$m")"; else line="$line -"; fi
     done
     echo "$line" >> "$OUT/medians"
 done
 
 echo "memtally sampled mode: median wall-clock seconds of $reps run(s), interleaved"
-printf '%-10s %9s %9s %9s %10s %10s %10s %10s\n' workload "base s" "sample s" "full s" \
-    "sample ovh" "full ovh" "bare ovh" "own ovh"
+printf '%-10s %9s %9s %9s %10s %10s %10s %10s %12s\n' workload "base s" "sample s" "full s" \
+    "sample ovh" "full ovh" "bare ovh" "own ovh" "followed ovh"
 awk 'function o(v) { return v == "-" ? sprintf("%10s", "n/a") : sprintf("%9.1f%%", (v/$2 - 1) * 100) }
-    { printf "%-10s %9.3f %9.3f %9.3f %9.1f%% %9.1f%% %s %s\n", $1, $2/1e6, $3/1e6, $4/1e6,
-           ($3/$2 - 1) * 100, ($4/$2 - 1) * 100, o($10), o($11) }' "$OUT/medians"
+    { printf "%-10s %9.3f %9.3f %9.3f %9.1f%% %9.1f%% %s %s   %s\n", $1, $2/1e6, $3/1e6, $4/1e6,
+           ($3/$2 - 1) * 100, ($4/$2 - 1) * 100, o($10), o($11), o($12) }' "$OUT/medians"
 echo "bare ovh: bench/interpose.c preloaded, forwarding the malloc family to"
 echo "  glibc and nothing else: the floor of sampled mode (of any preloaded profiler)."
 echo "own ovh: sampled mode recording by itself, with a writer thread in the program"
-echo "  (a followed child's, or mtl_start's): glibc's malloc then takes its"
-echo "  multi-threaded paths (arena lock, atomic bins) for the whole run."
+echo "  (MEMTALLY=, mtl_start): glibc's malloc then takes its multi-threaded"
+echo "  paths (arena lock, atomic bins) for the whole run."
+echo "followed ovh: sampled mode in a process memtally record follows (exec'd by"
+echo "  env under --follow-exec): its trace written by memtally record, no thread."
 echo
 echo "Other allocators' heap profilers, each against the same allocator alone"
 echo "(same runs, interleaved with the above; n/a: not installed or not working)"
