@@ -397,7 +397,10 @@ int cmd_record(int argc, char **argv)
     }
     if (!quiet) {
         struct stat st;
-        if (stat(trace, &st) == 0)
+        if (stat(trace, &st) == 0 && followers.traces)
+            fprintf(stderr, "memtally: wrote %s and %u trace%s of followed processes\n", trace,
+                    followers.traces, followers.traces == 1 ? "" : "s");
+        else if (stat(trace, &st) == 0)
             fprintf(stderr, "memtally: wrote %s\n", trace);
         else
             fprintf(stderr, "memtally: no trace was written to %s%s\n", trace,

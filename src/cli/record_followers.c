@@ -47,6 +47,7 @@ static void end_one(struct record_followers *f, struct record_follower *fl, int 
     fl->rw.status_unknown = status < 0;
     if (record_writer_finish(&fl->rw, status < 0 ? 0 : status) < 0)
         f->failed = 1;
+    f->traces += (unsigned)fl->rw.traces;
     if (fl->pidfd >= 0)
         close(fl->pidfd);
     fl->ended = 1;

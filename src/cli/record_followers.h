@@ -29,6 +29,7 @@ struct record_followers {
     int child_status;
     int quiet;               /* record -q: the wait is not said */
     unsigned live;           /* followed processes not yet ended */
+    unsigned traces;         /* traces begun for them, in all */
     int failed;              /* a trace is incomplete (said) */
 };
 

@@ -64,3 +64,8 @@ expect_eq "exit status of follow_quiet hold through memtally" 0 $?
 expect_eq "state of the followed child by memtally ctl" recording "$(echo "$status" | jq -r .state)"
 expect_eq "allocations of the followed child by memtally ctl" $n "$(echo "$status" | jq -r .allocations)"
 check "hold.$child.mtly" $n 0 $((100 * n)) $((100 * n)) $((100 * n)) 1
+
+# What memtally record says at the end names the followed processes' traces.
+"$MEMTALLY_BIN" record --follow-fork -o "said.%p.mtly" -- "$prog" fork 10 >/dev/null 2>said.err
+grep -q "^memtally: wrote said\.[0-9]*\.mtly and 1 trace of followed processes$" said.err ||
+    fail "memtally record did not say it wrote the child's trace: $(cat said.err)"
