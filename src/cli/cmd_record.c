@@ -69,6 +69,17 @@ static void forward_signal(int sig)
         kill(child, sig);
 }
 
+/* Once the child has ended, memtally record may still wait for processes
+ * it follows: an interrupt then ends their traces, and the wait. */
+static struct record_followers *waiting_for;
+
+static void interrupt_wait(int sig)
+{
+    (void)sig;
+    if (waiting_for)
+        record_followers_interrupt(waiting_for);
+}
+
 static int parse_uint(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -379,6 +390,12 @@ int cmd_record(int argc, char **argv)
     record_control_stop(&control);
     if (have_region && record_writer_finish(&writer, status) < 0)
         writer_ok = 0;
+    waiting_for = &followers;
+    sa.sa_handler = interrupt_wait;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     if (record_followers_finish(&followers, status, quiet) < 0)
         writer_ok = 0;
     int exec_errno = 0;

@@ -152,7 +152,7 @@ static void say_waiting(struct record_followers *f)
         if (n < sizeof pids)
             n += (size_t)snprintf(pids + n, sizeof pids - n, " %d", (int)fl->rw.pid);
     fprintf(stderr, "memtally: waiting for %u followed process%s still running (pid%s%s%s); "
-                    "`memtally ctl PID stop` ends one's trace now\n",
+                    "interrupt (Ctrl-C) to end their traces now\n",
             f->live, f->live == 1 ? "" : "es", f->live == 1 ? "" : "s", pids,
             f->live > shown ? " ..." : "");
 }
@@ -178,7 +178,16 @@ static void *serve(void *arg)
         if (done) {
             /* memtally record's child has ended: the programs it exec'd
              * with it; and a process whose trace has ended (it exec'd a
-             * program not followed) is not waited for. */
+             * program not followed) is not waited for.  Interrupted, the
+             * traces still open end here. */
+            int stop = atomic_exchange(&f->interrupted, 0);
+            if (stop && f->live && !f->quiet)
+                fprintf(stderr, "memtally: interrupted: the trace%s of %u followed process%s "
+                                "still running end%s here\n", f->live == 1 ? "" : "s",
+                        f->live, f->live == 1 ? "" : "es", f->live == 1 ? "s" : "");
+            for (struct record_follower *fl = f->list; fl; fl = fl->next)
+                if (stop && fl->pidfd >= 0)
+                    record_writer_stop(&fl->rw);
             for (struct record_follower *fl = f->list; fl; fl = fl->next)
                 if (fl->pidfd < 0)
                     end_one(f, fl, f->child_status);
@@ -258,6 +267,16 @@ void record_followers_child(struct record_followers *f, pid_t pid)
         f->running = 1;
     else
         cli_error("record: cannot start a thread; followed processes write their own traces");
+}
+
+void record_followers_interrupt(struct record_followers *f)
+{
+    if (f->wake < 0)
+        return;
+    atomic_store(&f->interrupted, 1);
+    uint64_t one = 1;
+    ssize_t n = write(f->wake, &one, sizeof one);
+    (void)n;
 }
 
 int record_followers_finish(struct record_followers *f, int status, int quiet)

@@ -26,6 +26,7 @@ struct record_followers {
     struct record_follower *list;
     pid_t child;             /* memtally record's own child */
     atomic_int child_done;
+    atomic_int interrupted;  /* stop waiting: end the traces still open */
     int child_status;
     int quiet;               /* record -q: the wait is not said */
     unsigned live;           /* followed processes not yet ended */
@@ -40,6 +41,11 @@ int record_followers_start(struct record_followers *f);
 /* memtally record's own child runs as pid: the programs it execs, when
  * followed, end with it (record_followers_finish), not by their pidfd. */
 void record_followers_child(struct record_followers *f, pid_t pid);
+
+/* memtally record was interrupted (SIGINT, SIGTERM...) while it waits for
+ * the followed processes after its child ended: their traces end now, as
+ * `memtally ctl PID stop` would end them.  Safe in a signal handler. */
+void record_followers_interrupt(struct record_followers *f);
 
 /* memtally record's child ended with wait status: waits for every
  * followed process to end (saying so after a second, unless quiet),

@@ -444,6 +444,14 @@ static int stop_here(struct record_writer *rw)
     return 0;
 }
 
+int record_writer_stop(struct record_writer *rw)
+{
+    pthread_mutex_lock(&rw->mu);
+    int rc = stop_here(rw);
+    pthread_mutex_unlock(&rw->mu);
+    return rc;
+}
+
 static int start_here(struct record_writer *rw)
 {
     struct mtl_region *r = rw->r;

@@ -62,6 +62,10 @@ int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid);
  * exec'd a program not followed, or was stopped by `memtally ctl`. */
 int record_writer_ended(struct record_writer *rw);
 
+/* Ends the trace being written now, as `memtally ctl PID stop` does (the
+ * process records no more): 0, or a negative errno when none is open. */
+int record_writer_stop(struct record_writer *rw);
+
 /* `memtally ctl PID dump FILE`: the trace so far into FILE, with an end.
  * 0 or a negative errno. */
 int record_writer_dump(struct record_writer *rw, const char *path);

@@ -69,3 +69,23 @@ check "hold.$child.mtly" $n 0 $((100 * n)) $((100 * n)) $((100 * n)) 1
 "$MEMTALLY_BIN" record --follow-fork -o "said.%p.mtly" -- "$prog" fork 10 >/dev/null 2>said.err
 grep -q "^memtally: wrote said\.[0-9]*\.mtly and 1 trace of followed processes$" said.err ||
     fail "memtally record did not say it wrote the child's trace: $(cat said.err)"
+
+# A followed process outlives the program: memtally record waits for it,
+# and an interrupt ends its trace (whole) and the wait, the process going on.
+rm -f child.pid go
+"$MEMTALLY_BIN" record --follow-fork -o "orphan.%p.mtly" -- "$prog" orphan $n >/dev/null 2>orphan.err &
+recorder=$!
+for i in $(seq 500); do [ -s child.pid ] && break; sleep 0.02; done
+[ -s child.pid ] || { touch go; fail "the orphan never wrote its pid"; }
+child=$(cat child.pid)
+# The recorder's program has ended; it says it waits, after a second.
+said="waiting for 1 followed process still running (pid $child)"
+for i in $(seq 500); do grep -q "$said" orphan.err && break; sleep 0.02; done
+grep -q "$said" orphan.err || { touch go; fail "memtally record did not say it waits: $(cat orphan.err)"; }
+kill -INT $recorder
+wait $recorder
+status=$?
+kill -0 "$child" 2>/dev/null || fail "the orphan did not outlive the interrupt"
+touch go
+expect_eq "exit status of memtally record interrupted while waiting" 0 $status
+check "orphan.$child.mtly" $n 0 $((100 * n)) $((100 * n)) $((100 * n)) 1

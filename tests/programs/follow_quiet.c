@@ -10,6 +10,7 @@
  *   follow_quiet hold N   the child allocates N blocks, writes its pid to
  *                         the file "child.pid" and waits (20 s at most)
  *                         for a file "go" to appear, then exits 0
+ *   follow_quiet orphan N the same, but the parent exits at once
  *
  * What a process sees: "threads T fds F" (its entries of /proc/self/task
  * and /proc/self/fd, read with getdents64: nothing here allocates but the
@@ -86,7 +87,8 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", args);
         return 127;
     }
-    int killed = !strcmp(argv[1], "kill"), hold = !strcmp(argv[1], "hold");
+    int killed = !strcmp(argv[1], "kill"), orphan = !strcmp(argv[1], "orphan");
+    int hold = orphan || !strcmp(argv[1], "hold");
     pid_t pid = fork();
     if (pid < 0)
         return 1;
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         _exit(0);
     }
+    if (orphan)
+        return 0;
     int status;
     if (waitpid(pid, &status, 0) < 0)
         return 1;
