@@ -388,7 +388,7 @@ int cmd_record(int argc, char **argv)
         }
     }
     record_control_stop(&control);
-    if (have_region && record_writer_finish(&writer, status) < 0)
+    if (have_region && record_writer_finish(&writer, status, NULL) < 0)
         writer_ok = 0;
     waiting_for = &followers;
     sa.sa_handler = interrupt_wait;

@@ -45,8 +45,11 @@ static void end_one(struct record_followers *f, struct record_follower *fl, int 
 {
     record_control_stop(&fl->ctl);
     fl->rw.status_unknown = status < 0;
-    if (record_writer_finish(&fl->rw, status < 0 ? 0 : status) < 0)
+    struct mtl_encoder *keep = f->nspare < RECORD_SPARE_ENCODERS ? &f->spare[f->nspare] : NULL;
+    if (record_writer_finish(&fl->rw, status < 0 ? 0 : status, keep) < 0)
         f->failed = 1;
+    if (keep && keep->zc)
+        f->nspare++;
     f->traces += (unsigned)fl->rw.traces;
     if (fl->pidfd >= 0)
         close(fl->pidfd);
@@ -100,7 +103,8 @@ static void take_one(struct record_followers *f)
         fl->pidfd = cred.pid == f->child ? -1 : (int)syscall(SYS_pidfd_open, cred.pid, 0);
         int adopted = -1;
         if (fl->pidfd >= 0 || cred.pid == f->child) {
-            adopted = record_writer_adopt(&fl->rw, fd, cred.pid); /* closes fd */
+            struct mtl_encoder *spare = f->nspare ? &f->spare[--f->nspare] : NULL;
+            adopted = record_writer_adopt(&fl->rw, fd, cred.pid, spare); /* closes fd */
             fd = -1;
         }
         if (adopted == 0) {
@@ -294,6 +298,8 @@ int record_followers_finish(struct record_followers *f, int status, int quiet)
         pthread_join(f->thread, NULL);
         f->running = 0;
     }
+    while (f->nspare)
+        mtl_encoder_release(&f->spare[--f->nspare]);
     unlink(f->path);
     close(f->fd);
     close(f->wake);

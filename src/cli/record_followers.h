@@ -15,6 +15,10 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "trace/encoder.h"
+
+#define RECORD_SPARE_ENCODERS 8 /* kept from ended followers for the next ones */
+
 struct record_follower;
 
 struct record_followers {
@@ -32,6 +36,8 @@ struct record_followers {
     unsigned live;           /* followed processes not yet ended */
     unsigned traces;         /* traces begun for them, in all */
     int failed;              /* a trace is incomplete (said) */
+    struct mtl_encoder spare[RECORD_SPARE_ENCODERS];
+    unsigned nspare;
 };
 
 /* Listens for hand-overs: 0, or -1 after saying why (followed processes

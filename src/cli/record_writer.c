@@ -346,9 +346,11 @@ int record_writer_start(struct record_writer *rw, const char *path, pid_t pid)
     return 0;
 }
 
-int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid)
+int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid, struct mtl_encoder *spare)
 {
     memset(rw, 0, sizeof *rw);
+    if (spare)
+        rw->enc = *spare;
     rw->memfd = rw->first = rw->out = -1;
     rw->live = (struct mtl_hmap)MTL_HMAP_INIT;
     pthread_mutex_init(&rw->mu, NULL);
@@ -359,11 +361,14 @@ int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid)
         p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     int e = errno;
     close(fd);
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        mtl_encoder_release(&rw->enc);
         return -(e ? e : EINVAL);
+    }
     struct mtl_region *r = p;
     if (r->magic != MTL_REGION_MAGIC || r->size != size) {
         munmap(p, size);
+        mtl_encoder_release(&rw->enc);
         return -EINVAL;
     }
     rw->r = r;
@@ -373,6 +378,7 @@ int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid)
     if (pthread_create(&rw->thread, NULL, writer, rw) != 0) {
         munmap(p, size);
         rw->r = NULL;
+        mtl_encoder_release(&rw->enc);
         return -EAGAIN;
     }
     rw->running = 1;
@@ -537,7 +543,7 @@ out:
     pthread_mutex_unlock(&rw->mu);
 }
 
-int record_writer_finish(struct record_writer *rw, int status)
+int record_writer_finish(struct record_writer *rw, int status, struct mtl_encoder *keep)
 {
     rw->child_status = status;
     if (rw->running) {
@@ -554,6 +560,17 @@ int record_writer_finish(struct record_writer *rw, int status)
         if (!rw->traces && rw->path)
             unlink(rw->path);
     }
+    if (keep && rw->enc.zc) {
+        /* Nothing of this region's stays with it: another may be mapped
+         * at the same address. */
+        *keep = rw->enc;
+        keep->r = NULL;
+        keep->nruns = 0;
+        keep->observe = NULL;
+    } else {
+        mtl_encoder_release(&rw->enc);
+    }
+    memset(&rw->enc, 0, sizeof rw->enc);
     mtl_hmap_release(&rw->live);
     free((void *)rw->maybe_live);
     rw->maybe_live = NULL;

@@ -54,9 +54,10 @@ int record_writer_start(struct record_writer *rw, const char *path, pid_t pid);
 
 /* A process that memtally record follows handed over its region's
  * descriptor fd (record_followers.h): maps it and starts the thread, which
- * writes the traces the process asks for.  fd is closed.  0, or a
- * negative errno when fd is no region of ours. */
-int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid);
+ * writes the traces the process asks for.  fd is closed.  spare: an
+ * encoder a finished writer kept (record_writer_finish), taken over, or
+ * NULL.  0, or a negative errno when fd is no region of ours. */
+int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid, struct mtl_encoder *spare);
 
 /* Whether the trace rw wrote has ended and no other is open: the process
  * exec'd a program not followed, or was stopped by `memtally ctl`. */
@@ -77,8 +78,11 @@ int record_writer_dump(struct record_writer *rw, const char *path);
 void record_writer_control(struct record_writer *rw, char *line, char *answer, size_t cap);
 
 /* The program has ended with status (a wait status; rw->status_unknown
- * when not known): writes what is left and the end, stops the thread.  0,
- * or -1 when a trace is incomplete (said why). */
-int record_writer_finish(struct record_writer *rw, int status);
+ * when not known): writes what is left and the end, stops the thread,
+ * and gives back its memory; its encoder, set up, goes to keep when that
+ * is not NULL (for the next followed process: setting one up anew costs
+ * more than the rest of a short process's trace).  0, or -1 when a trace
+ * is incomplete (said why). */
+int record_writer_finish(struct record_writer *rw, int status, struct mtl_encoder *keep);
 
 #endif

@@ -43,6 +43,9 @@ static inline int large_blocks(const struct mtl_encoder *e)
     return e->raw_written >= LARGE_AFTER;
 }
 #define MAX_RUNS (MTL_CHUNK_BUDGET + 16)
+/* What the values API holds back: the nodes' bytes, and the events. */
+#define HELD_NODES_CAP (256u << 10)
+#define HELD_EVENTS 8192
 #define BUSY_SPINS MTL_ENC_BUSY_SPINS
 
 static uint64_t monotonic_ns(void)
@@ -369,6 +372,37 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_windowLog, MTL_ENC_ZSTD_WINDOW_LOG);
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_enableLongDistanceMatching, 1);
     return 0;
+}
+
+/* munmap of what pages() mapped, when it was. */
+static void unpage(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}
+
+void mtl_encoder_release(struct mtl_encoder *e)
+{
+    for (int i = 0; i < MTL_STREAMS; i++)
+        unpage(e->stream[i], STREAM_CAP);
+    unpage(e->raw, RAW_CAP);
+    unpage(e->prefix, RAW_CAP);
+    unpage(e->out, e->out_cap);
+    unpage(e->runs, MAX_RUNS * sizeof *e->runs);
+    unpage(e->heap, MAX_RUNS * sizeof *e->heap);
+    unpage(e->held_nodes, HELD_NODES_CAP);
+    unpage(e->held, HELD_EVENTS * sizeof *e->held);
+    if (e->pc)
+        mtl__pc_free(e->pc);
+    ZSTD_freeCCtx(e->zc); /* NULL is fine */
+    memset(e->stream, 0, sizeof e->stream);
+    e->raw = e->prefix = e->out = NULL;
+    e->runs = NULL;
+    e->heap = NULL;
+    e->held_nodes = NULL;
+    e->held = NULL;
+    e->pc = NULL;
+    e->zc = NULL;
 }
 
 static int write_file_header(struct mtl_encoder *e)
@@ -1144,9 +1178,6 @@ int mtl_encoder_dump(struct mtl_encoder *e, int src, int out)
 
 /* --- records from values (memtally merge) ----------------------------------- */
 
-/* What the values API holds back: the nodes' bytes, and the events. */
-#define HELD_NODES_CAP (256u << 10)
-#define HELD_EVENTS 8192
 
 static void put_event_now(struct mtl_encoder *e, const struct mtl_event *ev, uint32_t tid,
                           const char *name);

@@ -147,6 +147,10 @@ struct mtl_encoder {
 /* Buffers and the compressor, once: 0 or -ENOMEM. */
 int mtl_encoder_setup(struct mtl_encoder *e);
 
+/* Gives back what setup (and merge's held records) took: memtally record
+ * writes a trace for each process it follows, thousands in a build. */
+void mtl_encoder_release(struct mtl_encoder *e);
+
 /* A new trace of region r (its info filled, its clock started): the file
  * header and the header record, through sink.  Chunks left from an earlier
  * trace go back to r's pool.  0, or a negative errno. */
