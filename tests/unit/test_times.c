@@ -2,7 +2,9 @@
  * docs/FORMAT.md "Times") gives back every record's time exactly, through
  * the encoder and both ways of reading (event by event, and the batches of
  * allocations): runs of every length, a run cut by a block's end, runs at
- * a block's end, differences of one and of many bits. */
+ * a block's end, differences of one and of many bits.  And an encoder
+ * used again (memtally record keeps those of ended followed processes),
+ * or given back and set up anew, writes the same trace byte for byte. */
 #include <string.h>
 
 #include "check.h"
@@ -95,6 +97,28 @@ static void read_batches(void)
     mtl_reader_close(r);
 }
 
+/* The trace again, by the encoder as the first left it, then by one given
+ * back (mtl_encoder_release) and set up anew: the same bytes. */
+static void encoder_again(void)
+{
+    size_t len = trace.len;
+    uint8_t *first = malloc(len);
+    CHECK(first != NULL);
+    memcpy(first, trace.data, len);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            mtl_encoder_release(&trace.enc);
+            CHECK(trace.enc.zc == NULL && trace.enc.pc == NULL && trace.enc.raw == NULL);
+        }
+        rng = 0x2545f4914f6cdd1dull;
+        write_trace();
+        CHECK_EQ(trace.len, len);
+        CHECK(memcmp(trace.data, first, len) == 0);
+    }
+    mtl_encoder_release(&trace.enc);
+    free(first);
+}
+
 int main(void)
 {
     when = malloc(EVENTS * sizeof *when);
@@ -102,6 +126,7 @@ int main(void)
     write_trace();
     read_events();
     read_batches();
+    encoder_again();
     free(when);
     free(trace.data);
     CHECKS_DONE();
