@@ -29,12 +29,18 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int record_writer_create(struct record_writer *rw)
+/* A writer with no region, file or trace yet. */
+static void writer_init(struct record_writer *rw)
 {
     memset(rw, 0, sizeof *rw);
     rw->memfd = rw->first = rw->out = -1;
     rw->live = (struct mtl_hmap)MTL_HMAP_INIT;
     pthread_mutex_init(&rw->mu, NULL);
+}
+
+int record_writer_create(struct record_writer *rw)
+{
+    writer_init(rw);
     /* Not close-on-exec: the program inherits it, maps it, closes it. */
     int fd = memfd_create("memtally-region", 0);
     if (fd < 0)
@@ -348,12 +354,9 @@ int record_writer_start(struct record_writer *rw, const char *path, pid_t pid)
 
 int record_writer_adopt(struct record_writer *rw, int fd, pid_t pid, struct mtl_encoder *spare)
 {
-    memset(rw, 0, sizeof *rw);
+    writer_init(rw);
     if (spare)
         rw->enc = *spare;
-    rw->memfd = rw->first = rw->out = -1;
-    rw->live = (struct mtl_hmap)MTL_HMAP_INIT;
-    pthread_mutex_init(&rw->mu, NULL);
     size_t size = mtl_region_size();
     struct stat st;
     void *p = MAP_FAILED;
