@@ -151,6 +151,7 @@ bench:
 	@sh bench/streams.sh
 	@sh bench/memory.sh
 	@sh bench/startup.sh
+	@sh bench/eventcost.sh
 
 PREFIX ?= /usr/local
 install: all
