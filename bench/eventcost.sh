@@ -14,7 +14,7 @@
 #     -a "OPTIONS"   more options for the new build's `memtally record` only
 set -e
 cd "$(dirname "$0")/.."
-base= reps=5 new_opts=
+base='' reps=5 new_opts=''
 case ${1-} in -*|'') ;; *) base=$1; shift ;; esac
 while [ $# -gt 0 ]; do
     case $1 in

@@ -53,7 +53,10 @@ for w in $list; do
     # shellcheck disable=SC2086
     env $envs "$BASE" record -q -o "$t.mtly" -- $cmd <"$inp" >/dev/null 2>&1 ||
         { echo "bench: recording $w failed" >&2; exit 1; }
-    b=$(counts "$BASE") && n=$(counts "$M") || { echo "bench: $w: merge under cachegrind failed" >&2; exit 1; }
+    if ! b=$(counts "$BASE") || ! n=$(counts "$M"); then
+        echo "bench: $w: merge under cachegrind failed" >&2
+        exit 1
+    fi
     echo "$b $n" | awk -v w="$w" '{
         printf "%-10s %15s %8.4f %12s %8.4f %10s %8.4f\n", w, $4, $4 / $1, $5, $5 / $2, $6, $6 / $3 }'
 done
