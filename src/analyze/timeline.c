@@ -28,13 +28,15 @@ int mtl_timeline(struct mtl_engine *e, const struct mtl_filter *f, size_t points
         rc = MTL_ENOMEM;
     if (rc == 0) {
         const struct mtl_trace_info *in = &mtl_engine_defs(e)->info;
-        uint64_t end = in->duration_us, step = in->time_resolution_us;
+        uint64_t end = in->duration_us, step = in->time_resolution_us ? in->time_resolution_us : 1;
         if (!end)
             end = 1;
         size_t n = points;
-        /* No closer than the trace tells times apart (record
-         * --time-resolution): finer points would repeat each step. */
-        if (step > 1 && n > end / step)
+        /* No closer than the trace tells times apart (a microsecond, or
+         * record --time-resolution): finer points would repeat a time,
+         * which a point's time must not (export --format sqlite keys the
+         * timeline by it). */
+        if (n > end / step)
             n = end / step ? (size_t)(end / step) : 1;
         for (size_t k = 0; k < n; k++)
             p[k].time_us = (uint64_t)((double)end * (double)(k + 1) / (double)n + 0.5);

@@ -1232,6 +1232,18 @@ static void written_others(struct mtl_engine *e)
         CHECK_EQ(tl.points[i].rss, tp[i].rss);
     }
     mtl_timeline_release(&tl);
+    /* More points than microseconds in the trace (6000): one a
+     * microsecond, each time once (export --format sqlite keys by it),
+     * every allocation in one of them. */
+    CHECK(mtl_timeline(e, &f, 10000, &tl) == 0);
+    CHECK_EQ(tl.n, 6000);
+    double calls = 0;
+    for (size_t i = 0; i < tl.n; i++) {
+        CHECK_EQ(tl.points[i].time_us, i + 1);
+        calls += tl.points[i].alloc_calls;
+    }
+    CHECK(calls == 13 && tl.points[tl.n - 1].live == 2015);
+    mtl_timeline_release(&tl);
     CHECK(mtl_timeline(e, &f, 0, &tl) == MTL_EINVAL);
 
     /* stacks --target parse */
