@@ -18,6 +18,7 @@ ANALYZE_SRC := $(wildcard src/analyze/*.c)
 RENDER_SRC  := $(wildcard src/render/*.c)
 CLI_SRC     := $(wildcard src/cli/*.c)
 VIEW_SRC    := $(wildcard src/view/*.c)
+LAZY_SRC    := $(wildcard src/lazy/*.c)
 
 # The preload library: no sanitizers (they would shadow the allocator), its
 # own symbols hidden except the hooks, libc's allocator found with dlsym.
@@ -33,7 +34,8 @@ PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/pic/%.o) $(COMMON_SRC:%.c=$(B)/pic/%.o) \
 READER_OBJ  := $(TRACE_SRC:%.c=$(B)/obj/%.o) $(SYMBOLS_SRC:%.c=$(B)/obj/%.o) \
                $(COMMON_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ     := $(CLI_SRC:%.c=$(B)/obj/%.o) $(ANALYZE_SRC:%.c=$(B)/obj/%.o) $(RENDER_SRC:%.c=$(B)/obj/%.o) \
-               $(VIEW_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/view_page.o $(B)/obj/gen/profile.pb-c.o
+               $(VIEW_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/view_page.o $(B)/obj/gen/profile.pb-c.o \
+               $(LAZY_SRC:%.c=$(B)/obj/%.o)
 
 PRELOAD_LIBS := $(shell pkg-config --libs libunwind libzstd 2>/dev/null || echo -lunwind -lzstd) -ldl -lm -pthread
 # The symbolizer reads ELF and DWARF with libdw and demangles with
@@ -45,6 +47,9 @@ READER_LIBS  := $(shell pkg-config --libs libzstd libdw 2>/dev/null || echo -lzs
 # export packs its protobuf with protobuf-c (sources made by protoc-c) and
 # gzips with zlib; sqlite export writes with libsqlite3.
 CLI_LIBS     := $(READER_LIBS) $(shell pkg-config --libs libprotobuf-c zlib sqlite3 2>/dev/null || echo -lprotobuf-c -lz -lsqlite3)
+# The binary itself loads all of those but zstd when first called
+# (src/lazy/lazy.h: linked, they slowed every command's start).
+MEMTALLY_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd) -ldl -lm -pthread
 CPPFLAGS += -I$(B)/gen
 
 all: $(B)/memtally $(B)/libmemtally.so $(B)/libmemtally-trace.a examples
@@ -82,7 +87,7 @@ $(B)/libmemtally-trace.a: $(READER_OBJ)
 	ar rcs $@ $^
 
 $(B)/memtally: $(CLI_OBJ) $(B)/libmemtally-trace.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libmemtally-trace.a $(CLI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libmemtally-trace.a $(MEMTALLY_LIBS)
 
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 examples: $(EXAMPLES)
