@@ -32,27 +32,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
+#if MTL_HAVE_TSC
 #include <cpuid.h>
-#include <x86intrin.h>
-#define HAVE_TSC 1
-#else
-#define HAVE_TSC 0
 #endif
 
 #define CALIBRATE_AFTER_NS 20000000ull   /* the first line: after 20 ms */
 #define REANCHOR_NS 1000000000ull        /* new anchors: at most a second apart */
 
-static struct {
-    int usable;               /* the TSC may be used at all */
-    uint64_t tsc0, ns0;       /* the first reading: slopes are measured from it */
-    atomic_uint seq;          /* 0: no line yet; odd: being changed */
-    _Atomic uint64_t tsc_a, ns_a, slope; /* the line (slope: ns per tick, 32.32) */
-    _Atomic uint64_t next_tsc; /* when to anchor again */
-    atomic_int busy;          /* a thread is anchoring */
-} ck;
+struct mtl__clock mtl__ck;
 
-#if HAVE_TSC
+#if MTL_HAVE_TSC
 /* A TSC reading and clock_gettime taken together (the TSC at the middle):
  * the closest of three tries, so that a preemption between the two does
  * not skew the line. */
@@ -87,33 +76,27 @@ static int kernel_clock_is_tsc(void)
 
 void mtl__clock_init(void)
 {
-#if HAVE_TSC
+#if MTL_HAVE_TSC
     unsigned a, b, c, d;
     /* CPUID 0x80000007, EDX bit 8: the TSC runs at a constant rate in
      * every state of the CPU. */
     if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) && kernel_clock_is_tsc()) {
-        read_both(&ck.tsc0, &ck.ns0);
-        ck.usable = 1;
+        read_both(&mtl__ck.tsc0, &mtl__ck.ns0);
+        mtl__ck.usable = 1;
     }
 #endif
 }
 
-#if HAVE_TSC
-static inline uint64_t on_line(uint64_t tsc, uint64_t tsc_a, uint64_t ns_a, uint64_t slope)
-{
-    uint64_t d = tsc > tsc_a ? tsc - tsc_a : 0;
-    return ns_a + (uint64_t)(((unsigned __int128)d * slope) >> 32);
-}
-
+#if MTL_HAVE_TSC
 static void publish(uint64_t tsc_a, uint64_t ns_a, uint64_t slope)
 {
-    unsigned s = atomic_load_explicit(&ck.seq, memory_order_relaxed);
-    atomic_store_explicit(&ck.seq, s | 1, memory_order_relaxed);
+    unsigned s = atomic_load_explicit(&mtl__ck.seq, memory_order_relaxed);
+    atomic_store_explicit(&mtl__ck.seq, s | 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&ck.tsc_a, tsc_a, memory_order_relaxed);
-    atomic_store_explicit(&ck.ns_a, ns_a, memory_order_relaxed);
-    atomic_store_explicit(&ck.slope, slope, memory_order_relaxed);
-    atomic_store_explicit(&ck.seq, (s | 1) + 1, memory_order_release);
+    atomic_store_explicit(&mtl__ck.tsc_a, tsc_a, memory_order_relaxed);
+    atomic_store_explicit(&mtl__ck.ns_a, ns_a, memory_order_relaxed);
+    atomic_store_explicit(&mtl__ck.slope, slope, memory_order_relaxed);
+    atomic_store_explicit(&mtl__ck.seq, (s | 1) + 1, memory_order_release);
 }
 
 /* A new anchor at the TSC reading now, by one thread at a time: where the
@@ -122,24 +105,26 @@ static void publish(uint64_t tsc_a, uint64_t ns_a, uint64_t slope)
  * a second later.  0 when another thread is at it. */
 static int anchor(void)
 {
-    if (atomic_exchange_explicit(&ck.busy, 1, memory_order_acquire))
+    if (atomic_exchange_explicit(&mtl__ck.busy, 1, memory_order_acquire))
         return 0;
     uint64_t tsc, ns;
     read_both(&tsc, &ns);
-    if (tsc > ck.tsc0 && ns > ck.ns0) {
-        uint64_t slope = (uint64_t)(((unsigned __int128)(ns - ck.ns0) << 32) / (tsc - ck.tsc0));
+    if (tsc > mtl__ck.tsc0 && ns > mtl__ck.ns0) {
+        uint64_t slope =
+            (uint64_t)(((unsigned __int128)(ns - mtl__ck.ns0) << 32) / (tsc - mtl__ck.tsc0));
         /* The next anchor as far ahead as the run is old (the slope's
          * error shrinks as the baseline grows), a second at most. */
-        uint64_t period = ns - ck.ns0;
+        uint64_t period = ns - mtl__ck.ns0;
         if (period > REANCHOR_NS)
             period = REANCHOR_NS;
         if (period < CALIBRATE_AFTER_NS)
             period = CALIBRATE_AFTER_NS;
         uint64_t at = ns;
-        if (atomic_load_explicit(&ck.seq, memory_order_acquire)) {
-            at = on_line(tsc, atomic_load_explicit(&ck.tsc_a, memory_order_relaxed),
-                         atomic_load_explicit(&ck.ns_a, memory_order_relaxed),
-                         atomic_load_explicit(&ck.slope, memory_order_relaxed));
+        if (atomic_load_explicit(&mtl__ck.seq, memory_order_acquire)) {
+            at = mtl__clock_on_line(tsc,
+                                    atomic_load_explicit(&mtl__ck.tsc_a, memory_order_relaxed),
+                                    atomic_load_explicit(&mtl__ck.ns_a, memory_order_relaxed),
+                                    atomic_load_explicit(&mtl__ck.slope, memory_order_relaxed));
             int64_t behind = (int64_t)(ns - at), most = (int64_t)period / 1000;
             if (behind > most)
                 behind = most;
@@ -151,39 +136,40 @@ static int anchor(void)
         if (slope) {
             publish(tsc, at, slope);
             uint64_t ticks = (uint64_t)(((unsigned __int128)period << 32) / slope);
-            atomic_store_explicit(&ck.next_tsc, tsc + ticks, memory_order_relaxed);
+            atomic_store_explicit(&mtl__ck.next_tsc, tsc + ticks, memory_order_relaxed);
         }
     }
-    atomic_store_explicit(&ck.busy, 0, memory_order_release);
+    atomic_store_explicit(&mtl__ck.busy, 0, memory_order_release);
     return 1;
 }
 #endif
 
-uint64_t mtl__clock_ns(void)
+/* Every case, the common one's too, which clock.h has inline. */
+uint64_t mtl__clock_ns_slow(void)
 {
-#if HAVE_TSC
-    if (MTL_LIKELY(ck.usable)) {
+#if MTL_HAVE_TSC
+    if (MTL_LIKELY(mtl__ck.usable)) {
         for (;;) {
-            unsigned s = atomic_load_explicit(&ck.seq, memory_order_acquire);
+            unsigned s = atomic_load_explicit(&mtl__ck.seq, memory_order_acquire);
             if (MTL_UNLIKELY(s == 0)) {
                 uint64_t ns = mtl__monotonic_ns();
-                if (ns - ck.ns0 >= CALIBRATE_AFTER_NS)
+                if (ns - mtl__ck.ns0 >= CALIBRATE_AFTER_NS)
                     anchor();
                 return ns;
             }
             if (s & 1)
                 return mtl__monotonic_ns(); /* being changed: a rare moment */
-            uint64_t tsc_a = atomic_load_explicit(&ck.tsc_a, memory_order_relaxed);
-            uint64_t ns_a = atomic_load_explicit(&ck.ns_a, memory_order_relaxed);
-            uint64_t slope = atomic_load_explicit(&ck.slope, memory_order_relaxed);
+            uint64_t tsc_a = atomic_load_explicit(&mtl__ck.tsc_a, memory_order_relaxed);
+            uint64_t ns_a = atomic_load_explicit(&mtl__ck.ns_a, memory_order_relaxed);
+            uint64_t slope = atomic_load_explicit(&mtl__ck.slope, memory_order_relaxed);
             uint64_t tsc = __rdtsc();
             atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&ck.seq, memory_order_relaxed) != s)
+            if (atomic_load_explicit(&mtl__ck.seq, memory_order_relaxed) != s)
                 continue;
-            if (MTL_UNLIKELY(tsc >= atomic_load_explicit(&ck.next_tsc, memory_order_relaxed)) &&
-                anchor())
+            uint64_t next = atomic_load_explicit(&mtl__ck.next_tsc, memory_order_relaxed);
+            if (MTL_UNLIKELY(tsc >= next) && anchor())
                 continue;
-            return on_line(tsc, tsc_a, ns_a, slope);
+            return mtl__clock_on_line(tsc, tsc_a, ns_a, slope);
         }
     }
 #endif
@@ -192,5 +178,5 @@ uint64_t mtl__clock_ns(void)
 
 void mtl__clock_atfork_child(void)
 {
-    atomic_store(&ck.busy, 0);
+    atomic_store(&mtl__ck.busy, 0);
 }

@@ -95,10 +95,8 @@ static int writer_alive(void)
     return 1;
 }
 
-/* With ts locked: a slot for one event, or NULL when recording has to
- * stop.  May unlock and relock ts while waiting for the writer, so callers
- * stamp the time after this returns. */
-static struct mtl_cev *room(struct mtl_tstate *ts)
+/* room's wait, when the thread's chunk is full and none is free. */
+static __attribute__((noinline)) struct mtl_cev *room_wait(struct mtl_tstate *ts)
 {
     for (;;) {
         struct mtl_cev *e = mtl_region_room(R, ts, 0);
@@ -115,13 +113,27 @@ static struct mtl_cev *room(struct mtl_tstate *ts)
     }
 }
 
-static uint64_t stamp(struct mtl_tstate *ts)
+/* Inlined, as room, stamp, put and append are on every event's path: as
+ * calls, each saving its registers, they cost 1.3 to 1.7 ns an event more
+ * (bench/eventcost.sh; docs/PERFORMANCE.md, "One event's cost"). */
+#define EVENT_INLINE static inline __attribute__((always_inline))
+
+/* With ts locked: a slot for one event, or NULL when recording has to
+ * stop.  May unlock and relock ts while waiting for the writer, so callers
+ * stamp the time after this returns. */
+EVENT_INLINE struct mtl_cev *room(struct mtl_tstate *ts)
+{
+    struct mtl_cev *e = mtl_region_room(R, ts, 0);
+    return MTL_LIKELY(e != NULL) ? e : room_wait(ts);
+}
+
+EVENT_INLINE uint64_t stamp(struct mtl_tstate *ts)
 {
     return mtl_region_stamp(ts, mtl__now_ns());
 }
 
-static void put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t,
-                unsigned type, uint64_t a, uint64_t b, uint32_t stack)
+EVENT_INLINE void put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t,
+                      unsigned type, uint64_t a, uint64_t b, uint32_t stack)
 {
     e->t_type = t << 8 | type;
     e->a = a;
@@ -132,8 +144,8 @@ static void put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t,
     mtl_cev_commit(R, ts);
 }
 
-static void append(struct mtl_tstate *ts, unsigned type, uint64_t a,
-                   uint64_t b, uint32_t stack)
+EVENT_INLINE void append(struct mtl_tstate *ts, unsigned type, uint64_t a,
+                         uint64_t b, uint32_t stack)
 {
     mtl_spin_lock(&ts->lock);
     struct mtl_cev *e = room(ts);
@@ -185,10 +197,10 @@ static void start_thread_events(struct mtl_tstate *ts)
     note_own_name(ts);
 }
 
-struct mtl_tstate *mtl__thread_state(void)
+struct mtl_tstate *mtl__thread_state_slow(void)
 {
     struct mtl__tls *tls = &mtl__tls;
-    if (MTL_LIKELY(tls->ts != NULL))
+    if (tls->ts != NULL)
         return tls->ts;
     if (tls->dead)
         return orphan();

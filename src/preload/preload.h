@@ -97,7 +97,6 @@ struct mtl__preload {
 extern struct mtl__preload mtl__pl MTL_HIDDEN;
 
 /* sys.c: small helpers that never allocate. */
-uint64_t mtl__now_ns(void) MTL_HIDDEN;                   /* since start */
 uint64_t mtl__monotonic_ns(void) MTL_HIDDEN;
 void mtl__set_start(uint64_t ns) MTL_HIDDEN;            /* the trace's clock */
 void *mtl__pages_alloc(size_t size) MTL_HIDDEN;         /* zeroed, or NULL */
@@ -109,9 +108,9 @@ int mtl__gettid(void) MTL_HIDDEN;
 /* A mutex of ours around fork: 0 taken before, 1 given back after in the
  * parent, 2 made anew in the child. */
 void mtl__mutex_atfork(pthread_mutex_t *mu, int phase) MTL_HIDDEN;
-/* clock.c: CLOCK_MONOTONIC in ns, read through the TSC where it can be;
- * its set-up at start, and a forked child's. */
-uint64_t mtl__clock_ns(void) MTL_HIDDEN;
+/* clock.c: CLOCK_MONOTONIC in ns, read through the TSC where it can be
+ * (clock.h: mtl__clock_ns and mtl__now_ns, inline); its set-up at start,
+ * and a forked child's. */
 void mtl__clock_init(void) MTL_HIDDEN;
 void mtl__clock_atfork_child(void) MTL_HIDDEN;
 
@@ -127,7 +126,13 @@ int mtl__events_move_to(struct mtl_region *r) MTL_HIDDEN;
  * record with a follow option, or when it did not take it. */
 struct mtl_region *mtl__handover_region(void) MTL_HIDDEN;
 int mtl__events_init(void) MTL_HIDDEN;
-struct mtl_tstate *mtl__thread_state(void) MTL_HIDDEN; /* creates on first use */
+/* This thread's state, made on first use (the slow path). */
+struct mtl_tstate *mtl__thread_state_slow(void) MTL_HIDDEN;
+static inline struct mtl_tstate *mtl__thread_state(void)
+{
+    struct mtl_tstate *ts = mtl__tls.ts;
+    return MTL_LIKELY(ts != NULL) ? ts : mtl__thread_state_slow();
+}
 void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
 void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
 /* gc.c: a collector's block freed, and its heap size after a collection. */
@@ -385,5 +390,7 @@ void mtl__finish_on_signal(int sig) MTL_HIDDEN;
 int mtl__begin_trace(const char *path, int start_thread) MTL_HIDDEN;
 void mtl__api_atfork_child(void) MTL_HIDDEN; /* a fork may have held it */
 void mtl__stop_recording(const char *why, int err) MTL_HIDDEN;
+
+#include "preload/clock.h"
 
 #endif

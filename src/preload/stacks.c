@@ -441,7 +441,7 @@ static uint64_t hash_of(void *const *frames, int n)
     return h;
 }
 
-static struct stack_cache *cache_of(uint32_t slot)
+static __attribute__((noinline)) struct stack_cache *cache_of_slow(uint32_t slot)
 {
     /* Slot 0 is shared by threads past their exit: no cache. */
     struct stack_cache *cache = st.cache[slot];
@@ -460,6 +460,17 @@ static struct stack_cache *cache_of(uint32_t slot)
         cache->gen = gen;
     }
     return cache;
+}
+
+/* The thread state slot's cache; inline for its common case (made, and
+ * of this generation), on every allocation's path. */
+static inline struct stack_cache *cache_of(uint32_t slot)
+{
+    struct stack_cache *cache = st.cache[slot];
+    unsigned gen = atomic_load_explicit(&st.gen, memory_order_acquire);
+    if (MTL_LIKELY(cache && cache->gen == gen))
+        return cache;
+    return cache_of_slow(slot);
 }
 
 /* MEMTALLY_UNWIND=check: our walker's frames of the program (from its

@@ -24,18 +24,6 @@ uint64_t mtl__monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The trace's clock lives in the region once there is one: memtally
- * record restarts it when it begins a trace for `memtally ctl`.  Read
- * through the TSC where it can be (clock.c). */
-uint64_t mtl__now_ns(void)
-{
-    struct mtl_region *r = mtl__pl.region;
-    uint64_t start = r ? atomic_load_explicit(&r->start_ns, memory_order_relaxed)
-                       : mtl__pl.start_ns;
-    uint64_t now = mtl__clock_ns();
-    return now > start ? now - start : 0;
-}
-
 void mtl__set_start(uint64_t ns)
 {
     mtl__pl.start_ns = ns;
