@@ -1,5 +1,6 @@
 /*
- * events.c: per-thread event chunks and the pool they come from.
+ * events.c: per-thread event chunks and the pool they come from (the
+ * append itself is inline, in append.h).
  *
  * Each thread appends fixed-size events to a chunk of its own, under a
  * spinlock that only the writer ever contends for (once a round, to detach
@@ -50,11 +51,6 @@ __thread struct mtl__tls mtl__tls;
 
 static void thread_exit_destructor(void *arg);
 
-static struct mtl_tstate *orphan(void)
-{
-    return mtl_region_state(R, ORPHAN);
-}
-
 void mtl__events_use_region(struct mtl_region *r)
 {
     /* The state and the clock move with the events. */
@@ -95,8 +91,9 @@ static int writer_alive(void)
     return 1;
 }
 
-/* room's wait, when the thread's chunk is full and none is free. */
-static __attribute__((noinline)) struct mtl_cev *room_wait(struct mtl_tstate *ts)
+/* With ts locked: mtl__room's wait, when the thread's chunk is full and
+ * none is free.  NULL when recording has to stop. */
+struct mtl_cev *mtl__room_wait(struct mtl_tstate *ts)
 {
     for (;;) {
         struct mtl_cev *e = mtl_region_room(R, ts, 0);
@@ -113,48 +110,11 @@ static __attribute__((noinline)) struct mtl_cev *room_wait(struct mtl_tstate *ts
     }
 }
 
-/* Inlined, as room, stamp, put and append are on every event's path: as
- * calls, each saving its registers, they cost 1.3 to 1.7 ns an event more
- * (bench/eventcost.sh; docs/PERFORMANCE.md, "One event's cost"). */
-#define EVENT_INLINE static inline __attribute__((always_inline))
-
-/* With ts locked: a slot for one event, or NULL when recording has to
- * stop.  May unlock and relock ts while waiting for the writer, so callers
- * stamp the time after this returns. */
-EVENT_INLINE struct mtl_cev *room(struct mtl_tstate *ts)
+void mtl__append_failed(void)
 {
-    struct mtl_cev *e = mtl_region_room(R, ts, 0);
-    return MTL_LIKELY(e != NULL) ? e : room_wait(ts);
-}
-
-EVENT_INLINE uint64_t stamp(struct mtl_tstate *ts)
-{
-    return mtl_region_stamp(ts, mtl__now_ns());
-}
-
-EVENT_INLINE void put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t,
-                      unsigned type, uint64_t a, uint64_t b, uint32_t stack)
-{
-    e->t_type = t << 8 | type;
-    e->a = a;
-    e->b = b;
-    e->stack = stack;
-    /* The orphan state is shared by exiting threads: ask the caller's. */
-    e->thread = ts == orphan() ? mtl__tls.index : ts->index;
-    mtl_cev_commit(R, ts);
-}
-
-EVENT_INLINE void append(struct mtl_tstate *ts, unsigned type, uint64_t a,
-                         uint64_t b, uint32_t stack)
-{
-    mtl_spin_lock(&ts->lock);
-    struct mtl_cev *e = room(ts);
-    if (e)
-        put(ts, e, stamp(ts), type, a, b, stack);
-    mtl_spin_unlock(&ts->lock);
     /* No room and a writer alive: recording was paused or stopped while
      * this thread waited; the event is not wanted. */
-    if (!e && !writer_alive())
+    if (!writer_alive())
         mtl__stop_recording("event buffers full and the writer is gone", 0);
 }
 
@@ -172,9 +132,9 @@ static void note_name(struct mtl_tstate *ts, const uint64_t name[2])
     if (memcmp(ts->name, name, 16) == 0)
         return;
     memcpy(ts->name, name, 16);
-    struct mtl_cev *e = room(ts);
+    struct mtl_cev *e = mtl__room(ts);
     if (e)
-        put(ts, e, stamp(ts), MTL_CEV_THREAD_NAME, name[0], name[1], 0);
+        mtl__put(ts, e, mtl__stamp(ts), MTL_CEV_THREAD_NAME, name[0], name[1], 0);
 }
 
 static void note_own_name(struct mtl_tstate *ts)
@@ -193,7 +153,7 @@ static void start_thread_events(struct mtl_tstate *ts)
     ts->tid = mtl__gettid();
     memset(ts->name, 0, sizeof ts->name);
     mtl_spin_unlock(&ts->lock);
-    append(ts, MTL_CEV_THREAD_START, (uint64_t)ts->tid, 0, 0);
+    mtl__append(ts, MTL_CEV_THREAD_START, (uint64_t)ts->tid, 0, 0);
     note_own_name(ts);
 }
 
@@ -203,7 +163,7 @@ struct mtl_tstate *mtl__thread_state_slow(void)
     if (tls->ts != NULL)
         return tls->ts;
     if (tls->dead)
-        return orphan();
+        return mtl__orphan_state();
 
     /* A state left by a thread that exited, else a new one; taken by
      * compare-and-swap either way, as another new thread may be scanning
@@ -222,7 +182,7 @@ struct mtl_tstate *mtl__thread_state_slow(void)
         if (ts)
             break;
         if (n >= MTL_MAX_STATES)
-            return orphan(); /* more threads alive than states: share */
+            return mtl__orphan_state(); /* more threads alive than states: share */
         atomic_compare_exchange_strong(&R->nstates, &n, n + 1);
     }
     ts->pending_ns = UINT64_MAX;
@@ -235,29 +195,11 @@ struct mtl_tstate *mtl__thread_state_slow(void)
     return ts;
 }
 
-void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack)
-{
-    struct mtl_tstate *ts = mtl__thread_state();
-    if (ts) {
-        append(ts, MTL_CEV_ALLOC, ptr, size, stack);
-        mtl__user_hook(MTL_CEV_ALLOC, ptr, size, stack);
-    }
-}
-
-void mtl__record_free(uint64_t ptr)
-{
-    struct mtl_tstate *ts = mtl__thread_state();
-    if (ts) {
-        append(ts, MTL_CEV_FREE, ptr, 0, 0);
-        mtl__user_hook(MTL_CEV_FREE, ptr, 0, 0);
-    }
-}
-
 void mtl__record_gc_free(uint64_t ptr)
 {
     struct mtl_tstate *ts = mtl__thread_state();
     if (ts) {
-        append(ts, MTL_CEV_FREE, ptr, MTL_CEV_GC, 0);
+        mtl__append(ts, MTL_CEV_FREE, ptr, MTL_CEV_GC, 0);
         mtl__user_hook(MTL_CEV_FREE, ptr, MTL_CEV_GC, 0);
     }
 }
@@ -266,14 +208,14 @@ void mtl__record_calls(uint32_t thread, uint32_t stack, uint64_t calls)
 {
     struct mtl_tstate *ts = mtl__thread_state();
     if (ts)
-        append(ts, MTL_CEV_CALLS, calls, thread, stack);
+        mtl__append(ts, MTL_CEV_CALLS, calls, thread, stack);
 }
 
 void mtl__record_gc_heap(uint64_t bytes)
 {
     struct mtl_tstate *ts = mtl__thread_state();
     if (ts)
-        append(ts, MTL_CEV_GC_HEAP, bytes, 0, 0);
+        mtl__append(ts, MTL_CEV_GC_HEAP, bytes, 0, 0);
 }
 
 /* With ts locked: this thread's latest allocation event of ptr among its
@@ -319,7 +261,7 @@ void mtl__record_tag(uint64_t ptr, uint32_t tag)
         e->b = (e->b & ((1ull << MTL_CEV_SIZE_BITS) - 1)) | (uint64_t)tag << MTL_CEV_SIZE_BITS;
     mtl_spin_unlock(&ts->lock);
     if (!e)
-        append(ts, MTL_CEV_TAG, ptr, tag, 0);
+        mtl__append(ts, MTL_CEV_TAG, ptr, tag, 0);
     mtl__user_hook(MTL_CEV_TAG, ptr, (uint64_t)(tag & 0xffff) << MTL_CEV_SIZE_BITS, 0);
 }
 
@@ -329,7 +271,7 @@ uint64_t mtl__begin_pending(void)
     if (!ts)
         return 0;
     mtl_spin_lock(&ts->lock);
-    uint64_t t = stamp(ts);
+    uint64_t t = mtl__stamp(ts);
     ts->pending_ns = t;
     mtl_spin_unlock(&ts->lock);
     return t;
@@ -344,12 +286,12 @@ void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
         return;
     mtl_spin_lock(&ts->lock);
     int wrote_free = 0, wrote_alloc = 0;
-    if (freed && (e = room(ts)) != NULL) {
-        put(ts, e, t_free, MTL_CEV_FREE, old_ptr, 0, 0);
+    if (freed && (e = mtl__room(ts)) != NULL) {
+        mtl__put(ts, e, t_free, MTL_CEV_FREE, old_ptr, 0, 0);
         wrote_free = 1;
     }
-    if (new_ptr && (e = room(ts)) != NULL) {
-        put(ts, e, stamp(ts), MTL_CEV_ALLOC, new_ptr, size, stack);
+    if (new_ptr && (e = mtl__room(ts)) != NULL) {
+        mtl__put(ts, e, mtl__stamp(ts), MTL_CEV_ALLOC, new_ptr, size, stack);
         wrote_alloc = 1;
     }
     ts->pending_ns = UINT64_MAX;
@@ -384,12 +326,12 @@ void mtl__thread_exit(void)
     if (atomic_load(mtl__pl.state) == MTL_RECORDING) {
         note_own_name(ts);
         mtl__calls_flush_mine();
-        append(ts, MTL_CEV_THREAD_EXIT, 0, 0, 0);
+        mtl__append(ts, MTL_CEV_THREAD_EXIT, 0, 0, 0);
     }
     tls->ts = NULL;
     tls->slot = 0;
     tls->dead = 1;
-    if (ts != orphan())
+    if (ts != mtl__orphan_state())
         atomic_store(&ts->in_use, 0);
     errno = saved;
 }

@@ -133,8 +133,7 @@ static inline struct mtl_tstate *mtl__thread_state(void)
     struct mtl_tstate *ts = mtl__tls.ts;
     return MTL_LIKELY(ts != NULL) ? ts : mtl__thread_state_slow();
 }
-void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack) MTL_HIDDEN;
-void mtl__record_free(uint64_t ptr) MTL_HIDDEN;
+/* append.h: mtl__record_alloc and mtl__record_free, inline. */
 /* gc.c: a collector's block freed, and its heap size after a collection. */
 void mtl__record_gc_free(uint64_t ptr) MTL_HIDDEN;
 void mtl__record_gc_heap(uint64_t bytes) MTL_HIDDEN;
@@ -392,5 +391,6 @@ void mtl__api_atfork_child(void) MTL_HIDDEN; /* a fork may have held it */
 void mtl__stop_recording(const char *why, int err) MTL_HIDDEN;
 
 #include "preload/clock.h"
+#include "preload/append.h"
 
 #endif

@@ -1,0 +1,88 @@
+/*
+ * append.h: an event into the thread's chunk, inline (events.c has the
+ * rest: the threads' states, the wait for a free chunk).
+ *
+ * Every allocation and free the hooks record comes through here.  As
+ * calls, each saving its registers (the thread's state, room, the clock,
+ * put; then one call from the hooks into events.c), they cost 2 to 3 ns
+ * of an event's 26 (bench/eventcost.sh; docs/PERFORMANCE.md, "One
+ * event's cost").  Inline is the common case: the thread's chunk has
+ * room; a full one goes to mtl__room_wait.
+ */
+#ifndef MEMTALLY_PRELOAD_APPEND_H
+#define MEMTALLY_PRELOAD_APPEND_H
+
+#define EVENT_INLINE static inline __attribute__((always_inline))
+
+/* With ts locked: a slot once the thread's full chunk is queued and
+ * another taken, waiting for the writer if need be (it may unlock and
+ * relock ts); NULL when recording has to stop. */
+struct mtl_cev *mtl__room_wait(struct mtl_tstate *ts) MTL_HIDDEN;
+/* After an event found no room: stops recording if the writer is gone. */
+void mtl__append_failed(void) MTL_HIDDEN;
+
+/* The state threads share once past their exit. */
+EVENT_INLINE struct mtl_tstate *mtl__orphan_state(void)
+{
+    return mtl_region_state(mtl__pl.region, 0);
+}
+
+/* With ts locked: a slot for one event, or NULL when recording has to
+ * stop.  May unlock and relock ts while waiting for the writer, so callers
+ * stamp the time after this returns. */
+EVENT_INLINE struct mtl_cev *mtl__room(struct mtl_tstate *ts)
+{
+    struct mtl_cev *e = mtl_region_room(mtl__pl.region, ts, 0);
+    return MTL_LIKELY(e != NULL) ? e : mtl__room_wait(ts);
+}
+
+/* With ts locked: the time of ts's next event. */
+EVENT_INLINE uint64_t mtl__stamp(struct mtl_tstate *ts)
+{
+    return mtl_region_stamp(ts, mtl__now_ns());
+}
+
+/* With ts locked: the event into slot e, published. */
+EVENT_INLINE void mtl__put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t, unsigned type,
+                           uint64_t a, uint64_t b, uint32_t stack)
+{
+    e->t_type = t << 8 | type;
+    e->a = a;
+    e->b = b;
+    e->stack = stack;
+    /* The orphan state is shared by exiting threads: ask the caller's. */
+    e->thread = ts == mtl__orphan_state() ? mtl__tls.index : ts->index;
+    mtl_cev_commit(mtl__pl.region, ts);
+}
+
+EVENT_INLINE void mtl__append(struct mtl_tstate *ts, unsigned type, uint64_t a, uint64_t b,
+                              uint32_t stack)
+{
+    mtl_spin_lock(&ts->lock);
+    struct mtl_cev *e = mtl__room(ts);
+    if (e)
+        mtl__put(ts, e, mtl__stamp(ts), type, a, b, stack);
+    mtl_spin_unlock(&ts->lock);
+    if (MTL_UNLIKELY(!e))
+        mtl__append_failed();
+}
+
+EVENT_INLINE void mtl__record_alloc(uint64_t ptr, uint64_t size, uint32_t stack)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    if (ts) {
+        mtl__append(ts, MTL_CEV_ALLOC, ptr, size, stack);
+        mtl__user_hook(MTL_CEV_ALLOC, ptr, size, stack);
+    }
+}
+
+EVENT_INLINE void mtl__record_free(uint64_t ptr)
+{
+    struct mtl_tstate *ts = mtl__thread_state();
+    if (ts) {
+        mtl__append(ts, MTL_CEV_FREE, ptr, 0, 0);
+        mtl__user_hook(MTL_CEV_FREE, ptr, 0, 0);
+    }
+}
+
+#endif
