@@ -253,10 +253,8 @@ int mtl__unwind_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint
  * owning it, before its next walk) a memo's rules and walks. */
 void mtl__unwind_forget(void) MTL_HIDDEN;
 void mtl__unwind_memo_forget(struct mtl__unwind_memo *m) MTL_HIDDEN;
-/* The return address in the caller of the frame (ip, a return address;
- * sp; rbp), read as a step of the walk reads it; 0 when it cannot be. */
-uint64_t mtl__unwind_caller(struct mtl__unwind_memo *m, uint64_t ip, uint64_t sp,
-                            uint64_t rbp) MTL_HIDDEN;
+/* rules.h: mtl__unwind_caller, the return address in a frame's caller,
+ * inline. */
 /* Which rbp values w's walk used, by the rules its frames were stepped
  * from: used[i] (for each frame stepped from), whether the rbp frame i
  * saved at rbp_at[i] was; returns whether frame 0's was.  When a rule is

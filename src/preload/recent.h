@@ -16,6 +16,7 @@
 #define MEMTALLY_PRELOAD_RECENT_H
 
 #include "preload/preload.h"
+#include "preload/rules.h"
 
 #define RECENT_WAYS 4
 /* Words a kept walk may have read: one return address a frame after the

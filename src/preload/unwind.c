@@ -37,21 +37,14 @@
  * cache is in pages of our own, filled under our own mutex (with
  * dl_iterate_phdr inside, as libunwind does); lookups take no lock.
  */
-#include "preload/preload.h"
+#include "preload/rules.h"
 
 #include <link.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ rules */
 
-/* A frame's rule, packed in 64 bits (0: not yet known). */
-#define RULE_KNOWN 1ull      /* the rule was looked for */
-#define RULE_OK 2ull         /* ... and it is one we can follow */
-#define RULE_END 4ull        /* no caller: the return address is undefined */
-#define RULE_CFA_RBP 8ull    /* CFA = rbp + offset, else rsp + offset */
-#define RULE_RBP_SAVED 16ull /* rbp saved at CFA + rbp offset */
-#define RULE_RBP_OFF(r) ((int16_t)((r) >> 16))
-#define RULE_CFA_OFF(r) ((int32_t)((r) >> 32))
+/* A frame's rule: packed in 64 bits as rules.h says. */
 
 static uint64_t rule_make(int cfa_rbp, int32_t cfa_off, int rbp_saved, int16_t rbp_off)
 {
@@ -531,7 +524,7 @@ static inline uint64_t shared_rule_at(uint64_t pc)
  * rules of the frames it walks stay in a few cache lines. */
 static inline uint64_t rule_at(struct mtl__unwind_memo *m, uint64_t pc)
 {
-    size_t i = (size_t)((pc * 0x9e3779b97f4a7c15ull) >> 54) & (MTL_UNWIND_HOT - 1);
+    size_t i = mtl__rule_hot_slot(pc);
     if (MTL_LIKELY(m->hot[i].pc == pc))
         return m->hot[i].rule;
     uint64_t rule = shared_rule_at(pc);
@@ -569,12 +562,6 @@ void mtl__unwind_atfork(int phase)
 
 /* ------------------------------------------------------------- walk */
 
-/* The CFA of a frame by its rule: its caller's stack pointer. */
-static inline uint64_t rule_cfa(uint64_t rule, uint64_t sp, uint64_t rbp)
-{
-    return ((rule & RULE_CFA_RBP) ? rbp : sp) + (uint64_t)(int64_t)RULE_CFA_OFF(rule);
-}
-
 /* One step from frame k of w: its caller's frame into k + 1.  1: done,
  * 0: the walk ended at k (no caller), -1: cannot follow.  A frame's rule is
  * that of the instruction before its ip, a return address, but for frame
@@ -591,7 +578,7 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
     w->rule[k] = rule;
     if (MTL_UNLIKELY(!(rule & RULE_OK)))
         return -1;
-    uint64_t cfa = rule_cfa(rule, w->sp[k], w->rbp[k]);
+    uint64_t cfa = mtl__rule_cfa(rule, w->sp[k], w->rbp[k]);
     if (rule & RULE_END)
         return 0;
     /* The caller's frame is above this one, in whole words. */
@@ -627,15 +614,10 @@ static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwin
     return (rule & (RULE_OK | RULE_END | RULE_CFA_RBP | RULE_RBP_SAVED)) == (RULE_OK | RULE_RBP_SAVED);
 }
 
-uint64_t mtl__unwind_caller(struct mtl__unwind_memo *m, uint64_t ip, uint64_t sp, uint64_t rbp)
+uint64_t mtl__unwind_caller_slow(struct mtl__unwind_memo *m, uint64_t ip, uint64_t sp,
+                                 uint64_t rbp)
 {
-    uint64_t rule = rule_at(m, ip - 1);
-    if (!(rule & RULE_OK) || (rule & RULE_END))
-        return 0;
-    uint64_t cfa = rule_cfa(rule, sp, rbp);
-    if (cfa <= sp || (cfa & 7))
-        return 0;
-    return *(const uint64_t *)(uintptr_t)(cfa - 8);
+    return mtl__caller_by_rule(rule_at(m, ip - 1), sp, rbp);
 }
 
 int mtl__unwind_rbp_uses(const struct mtl__unwind_walk *w, uint8_t *used)
