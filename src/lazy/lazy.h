@@ -28,29 +28,24 @@ struct mtl_lazy_lib {
  * fail (these are the library's own functions). */
 void *mtl_lazy_sym(struct mtl_lazy_lib *lib, const char *name);
 
-/* ret name params, calling the real name with args. */
-#define MTL_LAZY(lib, ret, name, params, args)                                    \
-    ret name params                                                               \
-    {                                                                             \
-        static ret(*real) params;                                                 \
-        ret(*f) params = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                \
+/* Inside the definition of name: the real name, looked up on its first
+ * use (a race looks it up twice, to the same address). */
+#define MTL_LAZY_REAL(lib, name)                                                  \
+    ({                                                                            \
+        static __typeof__(&name) real;                                            \
+        __typeof__(&name) f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);           \
         if (!f) {                                                                 \
-            f = (ret(*) params)mtl_lazy_sym(&lib, #name);                         \
+            f = (__typeof__(&name))mtl_lazy_sym(&lib, #name);                     \
             __atomic_store_n(&real, f, __ATOMIC_RELEASE);                         \
         }                                                                         \
-        return f args;                                                            \
-    }
+        f;                                                                        \
+    })
 
+/* ret name params, calling the real name with args; void ones apart, as
+ * C returns no void expression. */
+#define MTL_LAZY(lib, ret, name, params, args)                                    \
+    ret name params { return MTL_LAZY_REAL(lib, name) args; }
 #define MTL_LAZY_VOID(lib, name, params, args)                                    \
-    void name params                                                              \
-    {                                                                             \
-        static void(*real) params;                                                \
-        void(*f) params = __atomic_load_n(&real, __ATOMIC_ACQUIRE);               \
-        if (!f) {                                                                 \
-            f = (void(*) params)mtl_lazy_sym(&lib, #name);                        \
-            __atomic_store_n(&real, f, __ATOMIC_RELEASE);                         \
-        }                                                                         \
-        f args;                                                                   \
-    }
+    void name params { MTL_LAZY_REAL(lib, name) args; }
 
 #endif
