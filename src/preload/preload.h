@@ -194,7 +194,11 @@ void mtl__events_atfork(int phase) MTL_HIDDEN;   /* 0 prepare, 1 parent, 2 child
     uint64_t hs[n];                                                           \
     /* rule[k]: frame k's rule as stepped from (0: not stepped from), for     \
      * the next walk, whose frame k is often at the same address. */          \
-    uint64_t rule[n];
+    uint64_t rule[n];                                                         \
+    /* rbp_need[k]: the walk from frame k outward used rbp[k] (a CFA on rbp,  \
+     * or one passed on unsaved to such a frame; 1 for a walk's last frame    \
+     * when it stopped at its limit, as a walk may go on from there). */      \
+    uint8_t rbp_need[n];
 /* A walk: its frames are ip[0 .. n) and so on, innermost first; the
  * arrays are those of a struct of MTL_UNWIND_FRAMES, from some index on. */
 struct mtl__unwind_walk {
@@ -203,6 +207,7 @@ struct mtl__unwind_walk {
     uint64_t end_at;   /* complete: where it read a return address of 0 (0: none) */
     void **ip;
     uint64_t *sp, *rbp, *rbp_at, *hs, *rule;
+    uint8_t *rbp_need;
 };
 /* Where a thread's last walk is kept: in place from its frame 0 on, so
  * that the next walk, which most often shares its outer frames, writes

@@ -23,10 +23,11 @@
  * address slot and each saved rbp slot.  The previous walk kept, per
  * frame, its state and where it read.  When this walk reaches a state
  * equal to a kept one, the kept frames beyond it are this walk's too if
- * every word they were read from still holds the value read: checked one
- * load per word, outward, before anything is reused.  (A frame's rbp need
- * not be equal when its rule neither bases the CFA on rbp nor passes rbp
- * on: see rbp_unused.)  The walk also keeps each frame's suffix hash (the
+ * every word they depended on still holds the value read: checked one
+ * load per word, outward, before anything is reused.  A saved rbp is such
+ * a word only when a frame beyond based its CFA on it (rbp_need); so a
+ * frame's rbp need not be equal either when no frame from it outward
+ * used it.  The walk also keeps each frame's suffix hash (the
  * stack's hash from there out), so a reused walk's hash costs only its new
  * frames.  Addresses only ever mean the same code between dlopen and
  * dlclose: an unload empties the rule cache (mtl__unwind_forget) and each
@@ -602,16 +603,31 @@ static inline int step(struct mtl__unwind_memo *m, struct mtl__unwind_walk *w, u
     return 1;
 }
 
-/* Whether frame k's rbp plays no part in the walk beyond it: its CFA is
- * not rbp-based and it saved its caller's rbp (read back from the stack).
- * Then an rbp that changed since the kept walk (a callee-saved register
- * the function keeps a loop variable in) does not stop the reuse. */
-static inline int rbp_unused(struct mtl__unwind_memo *m, const struct mtl__unwind_walk *w,
-                             uint32_t k, uint32_t ra0)
+/* Whether a frame whose rule is rule, whose caller's rbp it saved or not
+ * (saved), used its own rbp in stepping to its caller or passed it on to
+ * frames beyond that used it (outer: whether its caller's was used).  A
+ * rule not known (a walk's last frame, not stepped from) counts as used. */
+static inline uint8_t rbp_need_of(uint64_t rule, int saved, uint8_t outer)
 {
-    uint64_t ip = (uint64_t)(uintptr_t)w->ip[k];
-    uint64_t rule = rule_at(m, (k | ra0) ? ip - 1 : ip);
-    return (rule & (RULE_OK | RULE_END | RULE_CFA_RBP | RULE_RBP_SAVED)) == (RULE_OK | RULE_RBP_SAVED);
+    if (!(rule & RULE_OK))
+        return 1;
+    if (rule & RULE_END)
+        return 0;
+    return (rule & RULE_CFA_RBP) || (!saved && outer);
+}
+
+/* w's rbp_need of its frames below from, whose own is made (from = w->n:
+ * all of them). */
+static void mark_rbp_need(struct mtl__unwind_walk *w, uint32_t from)
+{
+    uint8_t outer = 0;
+    if (from >= w->n) {
+        from = w->n - 1;
+        w->rbp_need[from] = rbp_need_of(w->complete ? w->rule[from] : 0, 1, 0);
+    }
+    outer = w->rbp_need[from];
+    for (uint32_t i = from; i-- > 0;)
+        w->rbp_need[i] = outer = rbp_need_of(w->rule[i], w->rbp_at[i] != 0, outer);
 }
 
 uint64_t mtl__unwind_caller_slow(struct mtl__unwind_memo *m, uint64_t ip, uint64_t sp,
@@ -645,13 +661,18 @@ int mtl__unwind_rbp_uses(const struct mtl__unwind_walk *w, uint8_t *used)
 }
 
 /* Whether the kept frames from j outward still hold: every word their
- * walk read has the value it read. */
+ * walk depended on has the value it read.  A saved rbp that no CFA beyond
+ * used (most code keeps data in rbp, not a frame pointer) is not one: it
+ * changes from call to call, and was half the cost of this check on
+ * binary trees (docs/PERFORMANCE.md).  The recent stacks keep the same
+ * words (mtl__unwind_rbp_uses). */
 static inline int still_holds(const struct mtl__unwind_walk *w, uint32_t j)
 {
     for (uint32_t i = j; i + 1 < w->n; i++) {
         if (*(const uint64_t *)(uintptr_t)(w->sp[i + 1] - 8) != (uint64_t)(uintptr_t)w->ip[i + 1])
             return 0;
-        if (w->rbp_at[i] && *(const uint64_t *)(uintptr_t)w->rbp_at[i] != w->rbp[i + 1])
+        if (w->rbp_need[i + 1] && w->rbp_at[i] &&
+            *(const uint64_t *)(uintptr_t)w->rbp_at[i] != w->rbp[i + 1])
             return 0;
     }
     /* And the 0 that ended it, if that is how it ended. */
@@ -667,6 +688,7 @@ static inline int still_holds(const struct mtl__unwind_walk *w, uint32_t j)
         (w)->rbp_at = (f)->rbp_at + (at);                                    \
         (w)->hs = (f)->hs + (at);                                            \
         (w)->rule = (f)->rule + (at);                                        \
+        (w)->rbp_need = (f)->rbp_need + (at);                                \
     } while (0)
 
 /* Frames j .. j + n of from to k .. k + n of to (the two may overlap). */
@@ -679,6 +701,7 @@ static void copy_frames(const struct mtl__unwind_walk *to, uint32_t k,
     memmove(&to->rbp_at[k], &from->rbp_at[j], n * sizeof to->rbp_at[0]);
     memmove(&to->hs[k], &from->hs[j], n * sizeof to->hs[0]);
     memmove(&to->rule[k], &from->rule[j], n * sizeof to->rule[0]);
+    memmove(&to->rbp_need[k], &from->rbp_need[j], n * sizeof to->rbp_need[0]);
 }
 
 /* The suffix hashes of w's frames below from (those at and beyond it are
@@ -721,10 +744,12 @@ static uint32_t keep_in_place(struct mtl__unwind_memo *m, const struct mtl__unwi
         kept->rbp_at[i] = w->rbp_at[i];
         kept->rule[i] = w->rule[i];
     }
-    kept->rbp[k] = w->rbp[k]; /* which may differ (rbp_unused) */
+    kept->rbp[k] = w->rbp[k]; /* which may differ (not needed beyond) */
     kept->n = k + n;
     kept->complete = complete;
     kept->end_at = end_at;
+    /* Cut short at the limit, its last frame's rbp counts again. */
+    mark_rbp_need(kept, whole ? k : kept->n);
     /* Its suffix hashes hold if this walk ends where the kept one did. */
     hash_frames(kept, whole ? k : kept->n);
     return kept->n;
@@ -762,7 +787,7 @@ walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, ui
                 j++;
             next_sp = j < old->n ? old->sp[j] : UINT64_MAX;
             if (j < old->n && old->sp[j] == w->sp[k] && old->ip[j] == w->ip[k] &&
-                (old->rbp[j] == w->rbp[k] || rbp_unused(m, w, k, ra0))) {
+                (old->rbp[j] == w->rbp[k] || !old->rbp_need[j])) {
                 next_sp = UINT64_MAX; /* one try: what follows is checked now */
                 if (still_holds(old, j)) {
                     uint32_t n = old->n - j;
@@ -801,6 +826,7 @@ walk_from(struct mtl__unwind_memo *m, uint32_t max, uint64_t ip, uint64_t sp, ui
     m->stepped += stepped;
     w->n = k + 1;
     hash_frames(w, w->n);
+    mark_rbp_need(w, w->n);
     /* Kept at the end, with room below for deeper walks. */
     m->top = MTL_UNWIND_SPAN - w->n;
     struct mtl__unwind_walk *kept = &m->walk;
