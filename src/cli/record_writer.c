@@ -298,6 +298,7 @@ static void *writer(void *arg)
     pthread_mutex_unlock(&rw->mu);
     for (unsigned round = 0;; round++) {
         atomic_store(&r->beat, now_ns());
+        uint32_t wakes = mtl_region_wakes(r); /* before done: the end's wake */
         int done = atomic_load(&rw->child_done); /* before the last look */
         pthread_mutex_lock(&rw->mu);
         answer_request(rw);
@@ -322,7 +323,7 @@ static void *writer(void *arg)
         pthread_mutex_unlock(&rw->mu);
         if (done)
             break;
-        mtl_region_sleep(r, ROUND_MS);
+        mtl_region_sleep(r, wakes, ROUND_MS);
     }
     atomic_store(&r->gone, 1);
     return NULL;

@@ -337,13 +337,14 @@ int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spi
 
 /* --- waking the writer ---------------------------------------------------- */
 
-/* The system call only for a writer asleep: one at work takes the queue
- * as it is on its next round anyway, and a program whose writer cannot
- * keep up (binary trees: 20,000 wakes a run) would otherwise make one
- * for every chunk it fills.  Sequentially consistent on both sides: the
- * count's increment here and writer_sleeping's store there come before
- * the other's load, so a writer that read the old count is seen asleep,
- * and its FUTEX_WAIT, finding the count moved, returns at once. */
+/* The system call only for a writer asleep: one at work goes round again
+ * without sleeping, as the count it sleeps against (taken when its round
+ * began) has moved, and a program whose writer cannot keep up (binary
+ * trees: 20,000 wakes a run) would otherwise make one for every chunk it
+ * fills.  Sequentially consistent on both sides: the count's increment
+ * here and writer_sleeping's store there come before the other's load, so
+ * a writer not seen asleep finds the count moved in its FUTEX_WAIT, which
+ * returns at once. */
 void mtl_region_wake(struct mtl_region *r)
 {
     atomic_fetch_add(&r->wake, 1);
@@ -352,10 +353,14 @@ void mtl_region_wake(struct mtl_region *r)
         syscall(SYS_futex, &r->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms)
+uint32_t mtl_region_wakes(struct mtl_region *r)
+{
+    return atomic_load(&r->wake);
+}
+
+void mtl_region_sleep(struct mtl_region *r, uint32_t seen, unsigned timeout_ms)
 {
     atomic_store(&r->writer_sleeping, 1);
-    uint32_t seen = atomic_load(&r->wake);
     struct timespec t = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
     syscall(SYS_futex, &r->wake, FUTEX_WAIT, seen, &t, NULL, 0);
     atomic_store(&r->writer_sleeping, 0);

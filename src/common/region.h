@@ -332,8 +332,13 @@ int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spi
 
 /* Wakes the writer (a shared futex). */
 void mtl_region_wake(struct mtl_region *r);
-/* The writer: sleeps until woken or timeout_ms passed. */
-void mtl_region_sleep(struct mtl_region *r, unsigned timeout_ms);
+/* The writer's count of wakes, taken before it looks at what there is to
+ * do; then it sleeps until a wake after that count (at once if one came
+ * meanwhile) or until timeout_ms passed.  A count taken at the sleep
+ * instead loses a wake that came during the round: the program's end
+ * then waited out the timeout, 20 ms at the end of every busy run. */
+uint32_t mtl_region_wakes(struct mtl_region *r);
+void mtl_region_sleep(struct mtl_region *r, uint32_t seen, unsigned timeout_ms);
 /* memtally record's answer to request seq (ack_seq): published, and the
  * program waiting for it woken at once (not at its next 1 ms poll). */
 void mtl_region_answer(struct mtl_region *r, uint32_t seq);

@@ -273,8 +273,9 @@ static void *writer_main(void *arg)
     mtl__tls.in_hook = 1; /* nothing this thread allocates is the program's */
     mtl__tls.writer = 1;
     for (;;) {
+        uint32_t wakes = mtl_region_wakes(R); /* before the finish's wake */
         if (atomic_load(&w.finish_reason) < 0)
-            mtl_region_sleep(R, MTL_ROUND_MS);
+            mtl_region_sleep(R, wakes, MTL_ROUND_MS);
         int finish = atomic_load(&w.finish_reason) >= 0;
         pthread_mutex_lock(&w.wmu);
         if (finish || ++w.rounds % (1000 / MTL_ROUND_MS) == 0)

@@ -249,7 +249,7 @@ static void *sleeper(void *arg)
     atomic_store(&sleeper_tid, (int)syscall(SYS_gettid));
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    mtl_region_sleep(arg, 20000);
+    mtl_region_sleep(arg, mtl_region_wakes(arg), 20000);
     clock_gettime(CLOCK_MONOTONIC, &b);
     slept_s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
     return NULL;
