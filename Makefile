@@ -166,6 +166,7 @@ bench:
 	@sh bench/streams.sh
 	@sh bench/memory.sh
 	@sh bench/startup.sh
+	@sh bench/endtail.sh
 	@sh bench/eventcost.sh
 
 PREFIX ?= /usr/local
