@@ -736,20 +736,24 @@ static uint32_t keep_in_place(struct mtl__unwind_memo *m, const struct mtl__unwi
     }
     m->top = at - k;
     POINT_AT(kept, &m->kept, m->top);
-    /* A few frames: a loop, not six calls. */
-    for (uint32_t i = 0; i < k; i++) {
+    /* A few frames: a loop, not six calls; from the outermost new one in,
+     * as each one's rbp_need follows from its caller's. */
+    uint8_t outer = kept->rbp_need[k];
+    for (uint32_t i = k; i-- > 0;) {
         kept->ip[i] = w->ip[i];
         kept->sp[i] = w->sp[i];
         kept->rbp[i] = w->rbp[i];
         kept->rbp_at[i] = w->rbp_at[i];
         kept->rule[i] = w->rule[i];
+        kept->rbp_need[i] = outer = rbp_need_of(w->rule[i], w->rbp_at[i] != 0, outer);
     }
     kept->rbp[k] = w->rbp[k]; /* which may differ (not needed beyond) */
     kept->n = k + n;
     kept->complete = complete;
     kept->end_at = end_at;
     /* Cut short at the limit, its last frame's rbp counts again. */
-    mark_rbp_need(kept, whole ? k : kept->n);
+    if (!whole)
+        mark_rbp_need(kept, kept->n);
     /* Its suffix hashes hold if this walk ends where the kept one did. */
     hash_frames(kept, whole ? k : kept->n);
     return kept->n;
