@@ -260,11 +260,6 @@ void mtl__unwind_forget(void) MTL_HIDDEN;
 void mtl__unwind_memo_forget(struct mtl__unwind_memo *m) MTL_HIDDEN;
 /* rules.h: mtl__unwind_caller, the return address in a frame's caller,
  * inline. */
-/* Which rbp values w's walk used, by the rules its frames were stepped
- * from: used[i] (for each frame stepped from), whether the rbp frame i
- * saved at rbp_at[i] was; returns whether frame 0's was.  When a rule is
- * not known, all of them. */
-int mtl__unwind_rbp_uses(const struct mtl__unwind_walk *w, uint8_t *used) MTL_HIDDEN;
 void mtl__unwind_atfork(int phase) MTL_HIDDEN;
 
 /* stacks.c: unwinding and interning. */

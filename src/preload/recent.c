@@ -157,13 +157,16 @@ void mtl__recent_keep(struct recent **rp, const struct mtl__unwind_walk *walk, u
     s->ra = ra;
     s->max = (uint16_t)max;
     s->nwords = 0;
-    uint8_t used[MTL_UNWIND_CAP];
-    s->rbp_free = !mtl__unwind_rbp_uses(walk, used);
-    /* In the walk's order: step i read frame i + 1's return address, then
-     * the rbp frame i saved (kept only where a CFA depended on it). */
+    /* The same words as the walker's reuse checks (unwind.c, rbp_need):
+     * in the walk's order, step i read frame i + 1's return address, then
+     * the rbp frame i saved (kept only where a CFA beyond depended on it;
+     * a walk cut at its limit counts its last frame's, which asks a word
+     * more than it needs, never one less). */
+    s->rbp_free = !walk->rbp_need[0];
     for (uint32_t i = 0; i + 1 < n; i++) {
         if (!add_word(s, walk->sp[i + 1] - 8, (uint64_t)(uintptr_t)walk->ip[i + 1]) ||
-            (used[i] && !add_word(s, walk->rbp_at[i], walk->rbp[i + 1])))
+            (walk->rbp_at[i] && walk->rbp_need[i + 1] &&
+             !add_word(s, walk->rbp_at[i], walk->rbp[i + 1])))
             return;
     }
     if (walk->complete && walk->end_at && !add_word(s, walk->end_at, 0))

@@ -636,36 +636,12 @@ uint64_t mtl__unwind_caller_slow(struct mtl__unwind_memo *m, uint64_t ip, uint64
     return mtl__caller_by_rule(rule_at(m, ip - 1), sp, rbp);
 }
 
-int mtl__unwind_rbp_uses(const struct mtl__unwind_walk *w, uint8_t *used)
-{
-    /* Frames stepped from: all of a walk that ended, all but the last of
-     * one stopped at its limit.  From the outermost in: frame i needs its
-     * rbp if its CFA is rbp + offset, or if it left rbp as it was (saved
-     * none) and the frames beyond need theirs.  Most code keeps data in
-     * rbp, not a frame pointer: what it saved is then no part of the
-     * walk, and differs from call to call. */
-    uint32_t stepped = w->complete ? w->n : w->n - 1;
-    int beyond = 0; /* the frames beyond i need rbp[i + 1] */
-    for (uint32_t i = stepped; i-- > 0;) {
-        uint64_t rule = w->rule[i];
-        if (!(rule & RULE_OK)) { /* not known: every word counts */
-            for (uint32_t j = 0; j < stepped; j++)
-                used[j] = w->rbp_at[j] != 0;
-            return 1;
-        }
-        int saved = w->rbp_at[i] != 0;
-        used[i] = saved && beyond;
-        beyond = (!(rule & RULE_END) && (rule & RULE_CFA_RBP)) || (!saved && beyond);
-    }
-    return beyond;
-}
-
 /* Whether the kept frames from j outward still hold: every word their
  * walk depended on has the value it read.  A saved rbp that no CFA beyond
  * used (most code keeps data in rbp, not a frame pointer) is not one: it
  * changes from call to call, and was half the cost of this check on
  * binary trees (docs/PERFORMANCE.md).  The recent stacks keep the same
- * words (mtl__unwind_rbp_uses). */
+ * words (recent.c). */
 static inline int still_holds(const struct mtl__unwind_walk *w, uint32_t j)
 {
     for (uint32_t i = j; i + 1 < w->n; i++) {
