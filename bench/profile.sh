@@ -15,6 +15,7 @@
 #               sqlite python cc1 bintree perl gitlog), full mode, at their
 #               default sizes
 #     -s        with -w: sampled mode (--sample) instead of full
+# MEMTALLY_BIN names another build's memtally to profile.
 set -e
 cd "$(dirname "$0")/.."
 list= mode=full
@@ -28,6 +29,7 @@ done
 command -v perf >/dev/null 2>&1 || { echo "perf is not installed (apt-get install linux-perf)"; exit 1; }
 . bench/common.inc
 B=build/bench OUT=build/bench/out CC=${CC:-cc}
+M=${MEMTALLY_BIN:-build/memtally}
 mkdir -p "$B" "$OUT"
 bench_sizes default
 if [ -n "$list" ]; then
@@ -50,7 +52,7 @@ shares() {
 profile() {
     opt=; [ "$2" = sampled ] && opt=--sample
     # shellcheck disable=SC2086
-    env $envs perf record -q -o "$B/profile.data" -- build/memtally record -q $opt \
+    env $envs perf record -q -o "$B/profile.data" -- "$M" record -q $opt \
         -o "$B/profile.mtly" -- $cmd <"$inp" >/dev/null 2>&1
     echo "== $1, $2 mode: share of all cycles by process"
     shares comm
@@ -64,7 +66,7 @@ profile() {
     # (docs/DESIGN.md, "Unique stacks"), recent stacks found against kept;
     # MEMTALLY_UNWIND=check prints them.
     # shellcheck disable=SC2086
-    echo "   stacks: $(env $envs MEMTALLY_UNWIND=check build/memtally record -q $opt \
+    echo "   stacks: $(env $envs MEMTALLY_UNWIND=check "$M" record -q $opt \
         -o "$B/profile.mtly" -- $cmd <"$inp" 2>&1 >/dev/null | sed -n 's/.*differed; //p')"
     rm -f "$B/profile.mtly"
 }

@@ -152,6 +152,7 @@ static inline size_t node_slot(uint32_t parent, uint64_t addr)
     return (size_t)mix(addr * 0x9e3779b97f4a7c15ull ^ parent);
 }
 
+#define GROW_AHEAD 16
 static int grow_slots(void)
 {
     size_t n = st.nslots ? st.nslots * 2 : (1u << 16);
@@ -164,14 +165,18 @@ static int grow_slots(void)
     for (uint32_t id = 1; id < count; id++) {
         if (!st.slots)
             break;
+        /* Each node's slot is a random line of the new array: asked for
+         * ahead, the misses overlap instead of coming one by one. */
+        if (id + GROW_AHEAD < count)
+            __builtin_prefetch(&s[node_slot(parent[id + GROW_AHEAD], addr[id + GROW_AHEAD]) & (n - 1)], 1);
         size_t i = node_slot(parent[id], addr[id]) & (n - 1);
         while (s[i])
             i = (i + 1) & (n - 1);
         s[i] = id;
     }
     mtl__pages_free(st.slots, st.nslots * sizeof *st.slots);
-    st.slots = s;
-    st.nslots = n;
+    __atomic_store_n(&st.slots, s, __ATOMIC_RELAXED); /* prefetch_new reads them unlocked */
+    __atomic_store_n(&st.nslots, n, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -284,6 +289,32 @@ int mtl__stacks_init(void)
     st.skip = 2;
     find_self();
     return mtl__unwind_init();
+}
+
+/* Before the lookup of a stack that the cache and the guess missed, most
+ * often a new one (binary trees: 917,502): the trie's slots for its first
+ * frames past the thread's last interned path, so that their cache
+ * misses overlap the table's instead of following it one by one under
+ * the lock.  A frame past the first new one would be a new node's child:
+ * its parent is guessed as the next id.  No lock: a slot array being
+ * replaced (grow_slots) costs a useless prefetch, never a fault. */
+#define PREFETCH_FRAMES 3
+static void prefetch_new(const struct stack_cache *cache, void *const *frames, int n)
+{
+    if (!cache || cache->path_gen != atomic_load_explicit(&st.gen, memory_order_relaxed))
+        return;
+    uint32_t *slots = __atomic_load_n(&st.slots, __ATOMIC_RELAXED);
+    size_t mask = __atomic_load_n(&st.nslots, __ATOMIC_RELAXED) - 1;
+    int d = 0;
+    while (d < n && d < (int)cache->path_n &&
+           cache->path_addr[d] == (uint64_t)(uintptr_t)frames[n - 1 - d])
+        d++;
+    uint32_t parent = d ? cache->path_id[d - 1] : 0;
+    uint32_t next = atomic_load_explicit(&mtl__pl.region->nnodes, memory_order_relaxed);
+    for (int i = 0; i < PREFETCH_FRAMES && d + i < n; i++) {
+        uint64_t addr = (uint64_t)(uintptr_t)frames[n - 1 - d - i];
+        __builtin_prefetch(&slots[node_slot(i ? next + (uint32_t)i - 1 : parent, addr) & mask]);
+    }
 }
 
 /* With st.mu held: the child of parent for addr, created if new.  Returns 0
@@ -575,8 +606,10 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
                 mtl__say("unwind check: a guessed stack is not the table's");
         }
     }
-    if (!id)
+    if (!id) {
+        prefetch_new(cache, frames, n);
         id = table_find(h, leaf);
+    }
     if (!id) {
         /* A stack never seen may run in code that libc loaded by itself
          * (NSS, iconv): the module map first, so that the writer, which
