@@ -23,6 +23,12 @@
  *         ones, then freed: every allocation's stack a different one, 2
  *         to 11 frames deep, known after the first round (the walk's
  *         reuse and the thread's stack cache, binary trees' path).
+ *   new   a path of 40 calls, each to one of two functions by a bit of
+ *         the round's number, a 16-byte block allocated at each level,
+ *         then the 40 freed: the stack at level i is new when the round's
+ *         number is below 2^i, so past round 2^15 the 25 deepest of each
+ *         round's stacks were never seen (interning them: binary trees'
+ *         917,502 new stacks).  ROUNDS up to 2^39.
  *
  * stdout: "SHAPE ns/event P10 (median MEDIAN)".
  */
@@ -112,6 +118,37 @@ static void tree_round(void)
     free_tree(make_left(9));
 }
 
+#define NEW_DEPTH 40
+
+static void new_right(unsigned long r, int depth, void **blocks);
+
+/* The empty asm keeps each call a real call, not a jump. */
+static __attribute__((noinline, noclone)) void new_left(unsigned long r, int depth, void **blocks)
+{
+    blocks[depth] = must_malloc(16);
+    if (depth + 1 < NEW_DEPTH)
+        ((r >> depth) & 1 ? new_right : new_left)(r, depth + 1, blocks);
+    __asm__ volatile("");
+}
+
+static __attribute__((noinline, noclone)) void new_right(unsigned long r, int depth, void **blocks)
+{
+    blocks[depth] = must_malloc(16);
+    if (depth + 1 < NEW_DEPTH)
+        ((r >> depth) & 1 ? new_right : new_left)(r, depth + 1, blocks);
+    __asm__ volatile("");
+}
+
+static unsigned long new_rounds;
+
+static void new_round(void)
+{
+    void *blocks[NEW_DEPTH];
+    new_left(new_rounds++, 0, blocks);
+    for (int i = 0; i < NEW_DEPTH; i++)
+        free(blocks[i]);
+}
+
 static int by_value(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -128,8 +165,11 @@ int main(int argc, char **argv)
     } else if (argc >= 2 && strcmp(argv[1], "tree") == 0) {
         round = tree_round;
         events = 2 * 1023;
+    } else if (argc >= 2 && strcmp(argv[1], "new") == 0) {
+        round = new_round;
+        events = 2 * NEW_DEPTH;
     } else {
-        fprintf(stderr, "usage: eventcost flat|tree [ROUNDS]\n");
+        fprintf(stderr, "usage: eventcost flat|tree|new [ROUNDS]\n");
         return 2;
     }
     long rounds = argc >= 3 ? atol(argv[2]) : 20000;
