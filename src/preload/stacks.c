@@ -291,28 +291,38 @@ int mtl__stacks_init(void)
     return mtl__unwind_init();
 }
 
-/* Before the lookup of a stack that the cache and the guess missed, most
- * often a new one (binary trees: 917,502): the trie's slots for its first
- * frames past the thread's last interned path, so that their cache
- * misses overlap the table's instead of following it one by one under
- * the lock.  A frame past the first new one would be a new node's child:
- * its parent is guessed as the next id.  No lock: a slot array being
- * replaced (grow_slots) costs a useless prefetch, never a fault. */
-#define PREFETCH_FRAMES 3
-static void prefetch_new(const struct stack_cache *cache, void *const *frames, int n)
+/* How many of frames[0 .. n), from the outermost, the thread's last
+ * interned path has, when that path is of generation gen (0 if not). */
+static int path_common(const struct stack_cache *cache, void *const *frames, int n, unsigned gen)
 {
-    if (!cache || cache->path_gen != atomic_load_explicit(&st.gen, memory_order_relaxed))
-        return;
+    int d = 0;
+    if (cache && cache->path_gen == gen)
+        while (d < n && d < (int)cache->path_n &&
+               cache->path_addr[d] == (uint64_t)(uintptr_t)frames[n - 1 - d])
+            d++;
+    return d;
+}
+
+/* Before the lookup of a stack that the cache and the guess missed, most
+ * often a new one (binary trees: 917,502): the table's line, and the
+ * trie's slots for its first frames past the thread's last interned path
+ * (common of them in it), so that their cache misses overlap instead of
+ * following one another, the trie's under the lock.  A frame past the
+ * first new one would be a new node's child: its parent is guessed as
+ * the next id.  No lock: a slot array being replaced (grow_slots) costs
+ * a useless prefetch, never a fault. */
+#define PREFETCH_FRAMES 3
+static void prefetch_new(const struct stack_cache *cache, void *const *frames, int n,
+                         uint64_t h, int common)
+{
+    struct stack_table *t = atomic_load_explicit(&st.table, memory_order_acquire);
+    __builtin_prefetch(&t->e[h & t->mask]);
     uint32_t *slots = __atomic_load_n(&st.slots, __ATOMIC_RELAXED);
     size_t mask = __atomic_load_n(&st.nslots, __ATOMIC_RELAXED) - 1;
-    int d = 0;
-    while (d < n && d < (int)cache->path_n &&
-           cache->path_addr[d] == (uint64_t)(uintptr_t)frames[n - 1 - d])
-        d++;
-    uint32_t parent = d ? cache->path_id[d - 1] : 0;
+    uint32_t parent = common ? cache->path_id[common - 1] : 0;
     uint32_t next = atomic_load_explicit(&mtl__pl.region->nnodes, memory_order_relaxed);
-    for (int i = 0; i < PREFETCH_FRAMES && d + i < n; i++) {
-        uint64_t addr = (uint64_t)(uintptr_t)frames[n - 1 - d - i];
+    for (int i = 0; i < PREFETCH_FRAMES && common + i < n; i++) {
+        uint64_t addr = (uint64_t)(uintptr_t)frames[n - 1 - common - i];
         __builtin_prefetch(&slots[node_slot(i ? next + (uint32_t)i - 1 : parent, addr) & mask]);
     }
 }
@@ -357,8 +367,10 @@ uint32_t mtl__stack_of_address(uint64_t addr)
 
 /* The node of frames[0 .. n) (innermost first), its callers' first, made
  * where new; cache: the thread's, whose last path spares the trie's
- * lookups of the frames in common (NULL: none). */
-static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, uint64_t h)
+ * lookups of the frames in common (NULL: none), common of them when the
+ * generation is still gen (path_common). */
+static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, uint64_t h,
+                       unsigned gen, int common)
 {
     uint32_t id = 0;
     uint64_t leaf = (uint64_t)(uintptr_t)frames[0];
@@ -367,11 +379,10 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
     int d = 0; /* frames done, from the outermost */
     /* Under st.mu: an unload (a new generation, new nodes) cannot come
      * between the check and the use of the path. */
-    if (cache && cache->path_gen == atomic_load_explicit(&st.gen, memory_order_relaxed))
-        for (; d < n && d < (int)cache->path_n &&
-               cache->path_addr[d] == (uint64_t)(uintptr_t)frames[n - 1 - d];
-             d++)
-            id = cache->path_id[d];
+    if (cache && gen == atomic_load_explicit(&st.gen, memory_order_relaxed) && common) {
+        d = common;
+        id = cache->path_id[d - 1];
+    }
     for (; d < n; d++) {
         uint64_t addr = (uint64_t)(uintptr_t)frames[n - 1 - d];
         id = child(id, addr);
@@ -606,8 +617,12 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
                 mtl__say("unwind check: a guessed stack is not the table's");
         }
     }
+    unsigned gen = 0;
+    int common = 0;
     if (!id) {
-        prefetch_new(cache, frames, n);
+        gen = atomic_load_explicit(&st.gen, memory_order_relaxed);
+        common = path_common(cache, frames, n, gen);
+        prefetch_new(cache, frames, n, h, common);
         id = table_find(h, leaf);
     }
     if (!id) {
@@ -616,7 +631,7 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
          * may be another process, finds the module before the nodes. */
         if (mtl__modules_changed())
             mtl__modules_rescan();
-        id = intern(cache, frames, n, h);
+        id = intern(cache, frames, n, h, gen, common);
     }
     if (prev && id && id < st.known_cap && st.known[prev].next != id)
         __atomic_store_n(&st.known[prev].next, id, __ATOMIC_RELEASE);
