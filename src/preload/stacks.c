@@ -152,6 +152,18 @@ static inline size_t node_slot(uint32_t parent, uint64_t addr)
     return (size_t)mix(addr * 0x9e3779b97f4a7c15ull ^ parent);
 }
 
+/* A trie slot holds a node id in its low bits and, above them, bits of
+ * the node's hash that no slot index uses: a probe passes another node
+ * without reading its parent and address, each a likely cache miss. */
+#define SLOT_ID_BITS 26
+#define SLOT_ID_MASK ((1u << SLOT_ID_BITS) - 1)
+_Static_assert(MTL_MAX_NODES <= (1u << SLOT_ID_BITS), "a node id fits its slot");
+
+static inline uint32_t slot_tag(size_t hash)
+{
+    return (uint32_t)(hash >> 58) << SLOT_ID_BITS;
+}
+
 #define GROW_AHEAD 16
 static int grow_slots(void)
 {
@@ -169,10 +181,10 @@ static int grow_slots(void)
          * ahead, the misses overlap instead of coming one by one. */
         if (id + GROW_AHEAD < count)
             __builtin_prefetch(&s[node_slot(parent[id + GROW_AHEAD], addr[id + GROW_AHEAD]) & (n - 1)], 1);
-        size_t i = node_slot(parent[id], addr[id]) & (n - 1);
+        size_t hash = node_slot(parent[id], addr[id]), i = hash & (n - 1);
         while (s[i])
             i = (i + 1) & (n - 1);
-        s[i] = id;
+        s[i] = slot_tag(hash) | id;
     }
     mtl__pages_free(st.slots, st.nslots * sizeof *st.slots);
     __atomic_store_n(&st.slots, s, __ATOMIC_RELAXED); /* prefetch_new reads them unlocked */
@@ -340,19 +352,20 @@ static uint32_t child(uint32_t parent, uint64_t addr)
             return 0;
     }
     size_t mask = st.nslots - 1;
-    size_t i = node_slot(parent, addr) & mask;
+    size_t hash = node_slot(parent, addr), i = hash & mask;
+    uint32_t tag = slot_tag(hash);
     for (;; i = (i + 1) & mask) {
-        uint32_t id = st.slots[i];
-        if (!id)
+        uint32_t e = st.slots[i], id = e & SLOT_ID_MASK;
+        if (!e)
             break;
-        if (parents[id] == parent && addrs[id] == addr)
+        if ((e & ~SLOT_ID_MASK) == tag && parents[id] == parent && addrs[id] == addr)
             return id;
     }
     if (count >= MTL_MAX_NODES)
         return 0;
     parents[count] = parent;
     addrs[count] = addr;
-    st.slots[i] = count;
+    st.slots[i] = tag | count;
     atomic_store_explicit(n, count + 1, memory_order_release);
     return count;
 }
