@@ -168,7 +168,7 @@ static inline uint32_t slot_tag(size_t hash)
 static int grow_slots(void)
 {
     size_t n = st.nslots ? st.nslots * 2 : (1u << 16);
-    uint32_t *s = mtl__pages_alloc(n * sizeof *s);
+    uint32_t *s = mtl__pages_alloc_random(n * sizeof *s);
     if (!s)
         return -1;
     uint32_t count = atomic_load(&mtl__pl.region->nnodes);
@@ -194,7 +194,7 @@ static int grow_slots(void)
 
 static struct stack_table *new_table(size_t n)
 {
-    struct stack_table *t = mtl__pages_alloc(sizeof *t + n * sizeof t->e[0]);
+    struct stack_table *t = mtl__pages_alloc_random(sizeof *t + n * sizeof t->e[0]);
     if (t)
         t->mask = n - 1;
     return t;

@@ -38,6 +38,19 @@ void *mtl__pages_alloc(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+#define HUGE_PAGE (2u << 20)
+
+/* A table probed at random places, such as the stacks' index: in huge
+ * pages where the system gives them on request (transparent huge pages,
+ * "madvise"), so that a probe does not also miss in the TLB. */
+void *mtl__pages_alloc_random(size_t size)
+{
+    void *p = mtl__pages_alloc(size);
+    if (p && size >= HUGE_PAGE)
+        madvise(p, size, MADV_HUGEPAGE);
+    return p;
+}
+
 void mtl__pages_free(void *p, size_t size)
 {
     if (p)
