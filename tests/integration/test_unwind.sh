@@ -54,6 +54,25 @@ cc -O2 -g -o trees "$MEMTALLY_ROOT/bench/workloads/binarytrees.c" || fail "canno
 check_walks "binary trees" ./trees 12
 [ "$guessed" -gt 10000 ] || fail "binary trees: only $guessed stacks guessed"
 
+# New stacks interned by four threads at once, the trie's slots fetched
+# ahead without the lock and passed over by their tags
+# (src/preload/stacks.c): each of the program's stacks once (and glibc's
+# two: the threads' DTVs, stdout's buffer), every allocation, and each
+# node of the trie once: a probe that missed a node it has would make it
+# again (a tag compared wrongly made 280,421 nodes of 164,783).  Past the
+# program's nodes, those of the threads' callers and of main's stacks.
+check_walks "new stacks, 4 threads" "$TEST_PROGRAMS/unwind_new_stacks"
+info=$("$M" info check.mtly) || fail "info of the new stacks' trace failed"
+want=$(sed -n 's/^stacks //p' alone.out) nodes=$(sed -n 's/^nodes //p' alone.out)
+got=$(echo "$info" | sed -n 's/^unique stacks: *\([0-9]*\).*/\1/p')
+expect_eq "new stacks: unique stacks" $((want + 2)) "$got"
+allocs=$(echo "$info" | sed -n 's/^allocations: *\([0-9]*\).*/\1/p')
+expect_eq "new stacks: allocations" $((4 * 3000 * 20 + 5)) "$allocs"
+frames=$(echo "$info" | sed -n 's/^unique stacks:.*(\([0-9]*\) frames.*/\1/p')
+[ -n "$frames" ] && [ "$frames" -ge "$nodes" ] && [ "$frames" -le $((nodes + 64)) ] ||
+    fail "new stacks: $frames nodes in the trie, the program's are $nodes (and a few of glibc's)"
+echo "ok: new stacks: $frames nodes in the trie, the program's $nodes"
+
 # The storm: random call paths 10 to 40 frames deep, thousands of stacks,
 # too many for a thread's first 128 recent ones (0.3% found there): found
 # only once its recent stacks have grown (src/preload/recent.c), in one
