@@ -272,10 +272,13 @@ static void *writer_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     mtl__tls.in_hook = 1; /* nothing this thread allocates is the program's */
     mtl__tls.writer = 1;
+    uint32_t wakes = mtl_region_wakes(R);
     for (;;) {
-        uint32_t wakes = mtl_region_wakes(R); /* before the finish's wake */
         if (atomic_load(&w.finish_reason) < 0)
             mtl_region_sleep(R, wakes, MTL_ROUND_MS);
+        /* Before the round looks at the finish and the chunks: a wake
+         * that comes while it works ends the next sleep at once. */
+        wakes = mtl_region_wakes(R);
         int finish = atomic_load(&w.finish_reason) >= 0;
         pthread_mutex_lock(&w.wmu);
         if (finish || ++w.rounds % (1000 / MTL_ROUND_MS) == 0)
