@@ -168,6 +168,7 @@ bench:
 	@sh bench/startup.sh
 	@sh bench/endtail.sh
 	@sh bench/eventcost.sh
+	@sh bench/waits.sh
 
 PREFIX ?= /usr/local
 install: all

@@ -34,7 +34,7 @@ if [ "${1:-}" = browser ]; then
 fi
 if [ "${1:-}" = bench ]; then
     pkgs="$pkgs heaptrack time libjemalloc2 libgoogle-perftools4 libgoogle-perftools-dev git perl
-          libgc-dev linux-perf"
+          libgc-dev linux-perf strace"
 fi
 missing=""
 for p in $pkgs; do

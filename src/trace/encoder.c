@@ -735,9 +735,19 @@ static void sift_down(const struct mtl_encoder *e, size_t *heap, size_t n, size_
  * model mostly has at hand (binary trees: the calls would cost more). */
 #define PREFETCH_AHEAD 8
 
+/* A chunk written out goes back to the pool during the round, not at its
+ * end: a round may hold the whole pool, and a thread that finds the pool
+ * empty sleeps until the round is over (binary trees slept 170 to 340
+ * times a run, each a millisecond).  But only this many chunks later
+ * (4 MiB), out of this core's cache by then: the pool hands out the chunk
+ * given back last, which the program then writes to (docs/PERFORMANCE.md,
+ * "Chunks given back during the round"). */
+#define RELEASE_LAG 64
+
 static void merge_runs(struct mtl_encoder *e, uint64_t cutoff)
 {
     size_t *heap = e->heap, n = 0;
+    size_t lag[RELEASE_LAG], lag_at = 0, nlag = 0; /* runs written out, oldest first */
     for (size_t i = 0; i < e->nruns; i++) {
         const struct mtl_chunk *c = run_chunk(e, i);
         if (c->pos < run_n(e, i) && run_time(e, i) < cutoff)
@@ -763,8 +773,20 @@ static void merge_runs(struct mtl_encoder *e, uint64_t cutoff)
             encode(e, &c->ev[c->pos]);
             c->pos++;
         } while (c->pos < end && MTL_CEV_TIME(&c->ev[c->pos]) < until);
-        if (c->pos >= end || run_time(e, heap[0]) >= cutoff)
+        if (c->pos >= end) {
+            /* Its run into the lag; the oldest there back to the pool
+             * (release_runs gives back the rest, and any it could not). */
+            if (nlag == RELEASE_LAG) {
+                if (give_back(e, e->runs[lag[lag_at]]) == 0)
+                    e->runs[lag[lag_at]] = 0;
+                lag_at = (lag_at + 1) % RELEASE_LAG;
+                nlag--;
+            }
+            lag[(lag_at + nlag++) % RELEASE_LAG] = heap[0];
             heap[0] = heap[--n];
+        } else if (run_time(e, heap[0]) >= cutoff) {
+            heap[0] = heap[--n];
+        }
         sift_down(e, heap, n, 0);
     }
 }
@@ -775,6 +797,8 @@ static void release_runs(struct mtl_encoder *e, int drop)
 {
     size_t keep = 0;
     for (size_t i = 0; i < e->nruns; i++) {
+        if (!e->runs[i])
+            continue; /* given back by merge_runs */
         if ((drop || run_chunk(e, i)->pos >= run_n(e, i)) && give_back(e, e->runs[i]) == 0)
             continue;
         e->runs[keep++] = e->runs[i];
