@@ -737,7 +737,7 @@ static void sift_down(const struct mtl_encoder *e, size_t *heap, size_t n, size_
 
 /* A chunk written out goes back to the pool during the round, not at its
  * end: a round may hold the whole pool, and a thread that finds the pool
- * empty sleeps until the round is over (binary trees slept 170 to 340
+ * empty sleeps until the round is over (binary trees slept 170 to 420
  * times a run, each a millisecond).  But only this many chunks later
  * (4 MiB), out of this core's cache by then: the pool hands out the chunk
  * given back last, which the program then writes to (docs/PERFORMANCE.md,
