@@ -3,6 +3,7 @@
 # against the other, on the same workloads as bench/run.sh, interleaved
 # (base, new, base, new...) so that the machine's noise falls on both.
 #   sh bench/compare.sh BASE_MEMTALLY [-r N] [-w "W1 W2..."] [-s] [-p] [-f] [-a "OPTIONS"]
+#                       [-e "VAR=VALUE..."]
 #     BASE_MEMTALLY  the memtally binary to compare against (for instance
 #                    one built from an earlier commit in a git worktree);
 #                    the new one is build/memtally (MEMTALLY_BIN)
@@ -16,11 +17,16 @@
 #     -a "OPTIONS"   more options for the new build's `memtally record` only:
 #                    with BASE the same binary, what an option costs (-a
 #                    "--depth 1": the stack walk's share of the overhead)
+#     -e "VAR=VALUE" environment for the new build's `memtally record` only
+#                    (-e MEMTALLY_WRITER=discard, BASE the same binary: the
+#                    writer's encoding's share of the overhead; that trace
+#                    holds no events)
 # Prints, per workload, the median wall time of each and new / base.
 base=$1
-[ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST] [-s] [-p] [-f] [-a OPTIONS]" >&2; exit 2; }
+[ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST] [-s] [-p] [-f] [-a OPTIONS] [-e VAR=VALUE]" >&2; exit 2; }
 shift
-reps=7 list="storm1 sqlite python bintree perl" mode='' alone='' new_opts='' follow='' launcher=''
+reps=7 list="storm1 sqlite python bintree perl" mode='' alone='' new_opts='' new_env='' follow=''
+launcher=''
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=$2; shift 2 ;;
@@ -29,6 +35,7 @@ while [ $# -gt 0 ]; do
     -p) alone=1; shift ;;
     -f) follow=--follow-exec launcher=env; shift ;;
     -a) new_opts=$2; shift 2 ;;
+    -e) new_env=$2; shift 2 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -42,15 +49,15 @@ MEMTALLY_INDEX_DIR=$(pwd)/$B/run-index
 export MEMTALLY_INDEX_DIR
 bench_inputs || exit 1
 
-# once BIN [OPTIONS]: milliseconds of one recorded run of the workload set
-# by `workload` (BIN "alone": the program alone).
+# once BIN [OPTIONS [ENV]]: milliseconds of one recorded run of the
+# workload set by `workload` (BIN "alone": the program alone).
 once() {
     s=$(date +%s%N)
     # shellcheck disable=SC2086
     if [ "$1" = alone ]; then
         env $envs $cmd <"$inp" >/dev/null 2>&1
     else
-        env $envs "$1" record -q $mode $follow ${2-} -o "$OUT/compare.%p.mtly" -- $launcher $cmd \
+        env $envs ${3-} "$1" record -q $mode $follow ${2-} -o "$OUT/compare.%p.mtly" -- $launcher $cmd \
             <"$inp" >/dev/null 2>&1
     fi
     e=$(date +%s%N)
@@ -74,7 +81,7 @@ for w in $list; do
     while [ $r -lt "$reps" ]; do
         [ -z "$alone" ] || once alone >>"$OUT/alone.ms"
         once "$base" >>"$OUT/base.ms"
-        once "$new" "$new_opts" >>"$OUT/new.ms"
+        once "$new" "$new_opts" "$new_env" >>"$OUT/new.ms"
         r=$((r + 1))
     done
     b=$(median <"$OUT/base.ms") n=$(median <"$OUT/new.ms")

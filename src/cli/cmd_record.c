@@ -328,6 +328,10 @@ int cmd_record(int argc, char **argv)
      * itself. */
     static struct record_writer writer;
     int have_region = record_writer_create(&writer) == 0;
+    if (writer.discard_events)
+        fputs("memtally: record: MEMTALLY_WRITER=discard: events are dropped, not written (a "
+              "measurement of the writer; the trace holds none)\n",
+              stderr);
     /* And of the processes it follows (record_followers.h). */
     static struct record_followers followers = { .fd = -1 };
     if (have_region && (follow_fork || follow_exec))

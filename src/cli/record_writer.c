@@ -36,6 +36,8 @@ static void writer_init(struct record_writer *rw)
     rw->memfd = rw->first = rw->out = -1;
     rw->live = (struct mtl_hmap)MTL_HMAP_INIT;
     pthread_mutex_init(&rw->mu, NULL);
+    const char *w = getenv("MEMTALLY_WRITER");
+    rw->discard_events = w && !strcmp(w, "discard");
 }
 
 int record_writer_create(struct record_writer *rw)
@@ -216,6 +218,7 @@ static int begin_trace(struct record_writer *rw, const char *given, int clobber)
     rw->enc.observe = observe;
     rw->enc.observe_ctx = rw;
     rw->enc.skip_when_busy = 1;
+    rw->enc.discard_events = rw->discard_events;
     atomic_store(&r->live_known, 1);
     mtl_encoder_refresh_names(&rw->enc);
     rw->traces++;

@@ -43,6 +43,7 @@ struct record_writer {
     struct mtl_hmap live;   /* live blocks older than the encoder's window: address -> size */
     _Atomic uint8_t *maybe_live; /* live's filter (common/addrcount.h), or NULL */
     uint64_t live_bytes;
+    int discard_events;     /* MEMTALLY_WRITER=discard: a measurement (encoder.h) */
 };
 
 /* The region, before the program starts: 0 or a negative errno. */

@@ -770,7 +770,8 @@ static void merge_runs(struct mtl_encoder *e, uint64_t cutoff)
                 (c->ev[c->pos + 2 * PREFETCH_AHEAD].a ^ c->ev[c->pos + 2 * PREFETCH_AHEAD - 1].a) >> 12)
                 mtl__pc_prefetch(e->pc, c->ev[c->pos + 2 * PREFETCH_AHEAD].a,
                                  c->ev[c->pos + PREFETCH_AHEAD].a);
-            encode(e, &c->ev[c->pos]);
+            if (!e->discard_events)
+                encode(e, &c->ev[c->pos]);
             c->pos++;
         } while (c->pos < end && MTL_CEV_TIME(&c->ev[c->pos]) < until);
         if (c->pos >= end) {

@@ -142,6 +142,11 @@ struct mtl_encoder {
      * (memtally record keeps live bytes with it, for status lines). */
     void (*observe)(void *ctx, enum mtl_seen seen, uint64_t ptr, uint64_t size);
     void *observe_ctx;
+    /* For a measurement only: the chunks' events are merged and dropped,
+     * not encoded, so the trace holds none (memtally record under
+     * MEMTALLY_WRITER=discard: what encoding costs the program, `sh
+     * bench/compare.sh build/memtally -p -e MEMTALLY_WRITER=discard`). */
+    int discard_events;
 };
 
 /* Buffers and the compressor, once: 0 or -ENOMEM. */
