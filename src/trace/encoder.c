@@ -190,9 +190,13 @@ static void flush_block(struct mtl_encoder *e)
     set_level(e, block_level(e));
     /* The block before as a prefix, unless it hardly shrank: random data
      * (the storm's) has nothing to repeat, and hashing the prefix would
-     * halve zstd's speed for it.  A frame need not refer to its prefix. */
+     * halve zstd's speed for it.  A frame need not refer to its prefix.
+     * Nor long distance matching, for the same reason: on storm2 zstd's
+     * share of the samples 3.3% instead of 3.9%, the trace 1.0002 of
+     * what it was (docs/PERFORMANCE.md, "Trace size"). */
     if (e->prefix_len && !e->hard_to_pack)
         ZSTD_CCtx_refPrefix(e->zc, e->prefix, e->prefix_len);
+    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_enableLongDistanceMatching, !e->hard_to_pack);
     size_t c = ZSTD_compress2(e->zc, e->out + MTL_BLOCK_HEADER_SIZE,
                               e->out_cap - MTL_BLOCK_HEADER_SIZE, e->raw, raw);
     if (ZSTD_isError(c)) {
