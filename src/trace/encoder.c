@@ -124,7 +124,9 @@ static inline void put_time_run(struct mtl_encoder *e, uint64_t dt)
  * share of the time since the last block, counting this round so far. */
 static int block_level(const struct mtl_encoder *e)
 {
-    if (e->closing || e->hard_to_pack || !e->r)
+    if (e->hard_to_pack)
+        return MTL_ENC_ZSTD_LEVEL_HARD;
+    if (e->closing || !e->r)
         return MTL_ENC_ZSTD_LEVEL;
     uint64_t now = mtl_encoder_now(e);
     if (now <= e->busy_since_ns || now < e->round_started_ns)
@@ -210,7 +212,8 @@ static void flush_block(struct mtl_encoder *e)
     e->prefix_len = raw;
     /* The next block's level starts from here.  A block that hardly
      * shrank (random sizes and addresses, as in an allocation storm)
-     * gains under 2% at harder levels: the next one takes the base. */
+     * gains under 2% at harder levels: the next one takes level 1
+     * (encoder.h). */
     e->hard_to_pack = raw > 4096 && 2 * c > raw;
     e->raw_written += raw;
     if (e->r) {

@@ -45,9 +45,11 @@
  * of the time since the last block): a writer with time to spare, on a core
  * the program does not use, compresses harder (docs/PERFORMANCE.md, "Trace
  * size").  Blocks written once the program has ended (someone waits for
- * them), data that hardly compresses, and memtally merge take the base
- * level. */
+ * them) and memtally merge take the base level; a block after one that
+ * hardly shrank (random sizes and addresses, the storm's) level 1, which
+ * packs such data as small as 3 does, with fewer instructions. */
 #define MTL_ENC_ZSTD_LEVEL 3        /* the base: a writer busy 3/4 of the time */
+#define MTL_ENC_ZSTD_LEVEL_HARD 1   /* after a block that hardly shrank */
 #define MTL_ENC_ZSTD_LEVEL_SPARE 7  /* busy from 1/2 to 3/4 of the time */
 #define MTL_ENC_ZSTD_LEVEL_IDLE 12  /* busy less than half of it */
 /* The harder levels' match tables, 2^17 entries each (1 MiB for both):
@@ -61,7 +63,8 @@
  * again further apart than the levels' own match finders reach.  At level
  * 3 perl's trace is 20% smaller for it, sqlite3's 16%, cc1's 14%,
  * python3's 10%; at 12, 2 to 8% on those, 1 to 2% larger on binary trees
- * and sqlite3 (docs/PERFORMANCE.md, "Trace size"). */
+ * and sqlite3 (docs/PERFORMANCE.md, "Trace size").  Not after a block that
+ * hardly shrank: random data has no long repeats. */
 #define MTL_ENC_ZSTD_WINDOW_LOG 23
 
 /* What an observer of the encoder is told (struct mtl_encoder's observe):
