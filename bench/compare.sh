@@ -21,7 +21,10 @@
 #                    (-e MEMTALLY_WRITER=discard, BASE the same binary: the
 #                    writer's encoding's share of the overhead; that trace
 #                    holds no events)
-# Prints, per workload, the median wall time of each and new / base.
+# Prints, per workload, the median wall time of each and new / base; then
+# the same ratio round by round (a round's runs follow one another, so a
+# slow spell of the machine falls on both): its median and, as the noise's
+# measure, its quartiles.  With -p or -s the ratios are of the overheads.
 base=$1
 [ -x "$base" ] || { echo "usage: sh bench/compare.sh BASE_MEMTALLY [-r N] [-w LIST] [-s] [-p] [-f] [-a OPTIONS] [-e VAR=VALUE]" >&2; exit 2; }
 shift
@@ -68,28 +71,45 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
+# paired: from the rounds' "alone base new" lines on stdin, each round's
+# new / base (of the overheads where the program ran alone too); prints
+# their median and quartiles ("n/a" where a base overhead is not above 0).
+paired() {
+    awk -v over="$alone" '{ d = over ? $2 - $1 : $2; m = over ? $3 - $1 : $3
+                            if (d > 0) r[++n] = m / d; else bad = 1 }
+        END { if (bad || n == 0) { printf "%8s %15s", "n/a", "n/a"; exit }
+              for (i = 2; i <= n; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
+              q = int((n + 3) / 4); Q = n + 1 - q
+              printf "%8.3f %7.3f-%.3f", r[int((n + 1) / 2)], r[q], r[Q] }'
+}
+
 if [ -n "$alone" ]; then
-    printf '%-10s %10s %10s %10s %8s %8s %8s\n' workload "alone ms" "base ms" "new ms" \
-        "base ovh" "new ovh" new/base
+    printf '%-10s %10s %10s %10s %8s %8s %8s %8s %15s\n' workload "alone ms" "base ms" "new ms" \
+        "base ovh" "new ovh" new/base paired quartiles
 else
-    printf '%-10s %10s %10s %8s\n' workload "base ms" "new ms" new/base
+    printf '%-10s %10s %10s %8s %8s %15s\n' workload "base ms" "new ms" new/base paired quartiles
 fi
 for w in $list; do
     workload "$w"
-    : >"$OUT/alone.ms"; : >"$OUT/base.ms"; : >"$OUT/new.ms"
+    : >"$OUT/rounds"
     r=0
     while [ $r -lt "$reps" ]; do
-        [ -z "$alone" ] || once alone >>"$OUT/alone.ms"
-        once "$base" >>"$OUT/base.ms"
-        once "$new" "$new_opts" "$new_env" >>"$OUT/new.ms"
+        a=0
+        [ -z "$alone" ] || a=$(once alone)
+        b=$(once "$base")
+        n=$(once "$new" "$new_opts" "$new_env")
+        echo "$a $b $n" >>"$OUT/rounds"
         r=$((r + 1))
     done
-    b=$(median <"$OUT/base.ms") n=$(median <"$OUT/new.ms")
+    b=$(cut -d' ' -f2 "$OUT/rounds" | median) n=$(cut -d' ' -f3 "$OUT/rounds" | median)
     if [ -n "$alone" ]; then
-        a=$(median <"$OUT/alone.ms")
-        printf '%-10s %10s %10s %10s %8s %8s %8s\n' "$w" "$a" "$b" "$n" \
-            "$(ratio $((b - a)) "$a")" "$(ratio $((n - a)) "$a")" "$(ratio "$n" "$b")"
+        a=$(cut -d' ' -f1 "$OUT/rounds" | median)
+        printf '%-10s %10s %10s %10s %8s %8s %8s %s\n' "$w" "$a" "$b" "$n" \
+            "$(ratio $((b - a)) "$a")" "$(ratio $((n - a)) "$a")" "$(ratio "$n" "$b")" \
+            "$(paired <"$OUT/rounds")"
     else
-        printf '%-10s %10s %10s %8s\n' "$w" "$b" "$n" "$(ratio "$n" "$b")"
+        printf '%-10s %10s %10s %8s %s\n' "$w" "$b" "$n" "$(ratio "$n" "$b")" \
+            "$(paired <"$OUT/rounds")"
     fi
 done
+rm -f "$OUT/rounds"
