@@ -101,6 +101,7 @@ uint64_t mtl__monotonic_ns(void) MTL_HIDDEN;
 void mtl__set_start(uint64_t ns) MTL_HIDDEN;            /* the trace's clock */
 void *mtl__pages_alloc(size_t size) MTL_HIDDEN;         /* zeroed, or NULL */
 void *mtl__pages_alloc_random(size_t size) MTL_HIDDEN;  /* the same, for random access */
+void *mtl__pages_alloc_growing(size_t size) MTL_HIDDEN; /* the same, filled from its start */
 void mtl__pages_free(void *p, size_t size) MTL_HIDDEN;
 void mtl__say(const char *fmt, ...) MTL_HIDDEN __attribute__((format(printf, 1, 2)));
 size_t mtl__fmt(char *buf, size_t cap, const char *fmt, ...) MTL_HIDDEN

@@ -292,7 +292,7 @@ int mtl__stacks_init(void)
     /* A gigabyte of address space: a program under ulimit -v may not have
      * it, and recording must not fail for a guess. */
     for (uint32_t cap = MTL_MAX_NODES; cap >= (1u << 16) && !st.known; cap >>= 2) {
-        st.known = mtl__pages_alloc((size_t)cap * sizeof *st.known);
+        st.known = mtl__pages_alloc_growing((size_t)cap * sizeof *st.known);
         st.known_cap = st.known ? cap : 0;
     }
     atomic_store(&st.table, t);
