@@ -54,8 +54,8 @@ void *mtl__pages_alloc_random(size_t size)
 /* An array reserved large and filled from its start as it grows, such as
  * the known stacks by id: its first 2 MiB in small pages, as a small
  * program fills no more; the rest in huge pages where the system gives
- * them on request, one fault for 512 small ones (binary trees took 14,000
- * faults fewer, a new stack 6% less time: docs/PERFORMANCE.md). */
+ * them on request, one fault for 512 small ones (binary trees' program
+ * took 13,000 faults fewer, a new stack 5% less time: docs/PERFORMANCE.md). */
 void *mtl__pages_alloc_growing(size_t size)
 {
     uint8_t *p = mtl__pages_alloc(size);
