@@ -377,7 +377,7 @@ int mtl_encoder_setup(struct mtl_encoder *e)
     e->level = MTL_ENC_ZSTD_LEVEL;
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(e->zc, ZSTD_c_windowLog, MTL_ENC_ZSTD_WINDOW_LOG);
-    ZSTD_CCtx_setParameter(e->zc, ZSTD_c_enableLongDistanceMatching, 1);
+    /* Long distance matching is set block by block (flush_block). */
     return 0;
 }
 
@@ -773,12 +773,15 @@ static void merge_runs(struct mtl_encoder *e, uint64_t cutoff)
             if (run_time(e, heap[k]) < until)
                 until = run_time(e, heap[k]) + 1;
         do {
+            if (__builtin_expect(e->discard_events, 0)) {
+                c->pos++;
+                continue;
+            }
             if (c->pos + 2 * PREFETCH_AHEAD < end &&
                 (c->ev[c->pos + 2 * PREFETCH_AHEAD].a ^ c->ev[c->pos + 2 * PREFETCH_AHEAD - 1].a) >> 12)
                 mtl__pc_prefetch(e->pc, c->ev[c->pos + 2 * PREFETCH_AHEAD].a,
                                  c->ev[c->pos + PREFETCH_AHEAD].a);
-            if (!e->discard_events)
-                encode(e, &c->ev[c->pos]);
+            encode(e, &c->ev[c->pos]);
             c->pos++;
         } while (c->pos < end && MTL_CEV_TIME(&c->ev[c->pos]) < until);
         if (c->pos >= end) {
