@@ -1,7 +1,9 @@
 /* region.c: see region.h. */
 #include "common/region.h"
 
+#include <errno.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -200,6 +202,76 @@ int mtl_spin_trylock(atomic_int *l, unsigned spins)
     return 0;
 }
 
+static int take(atomic_int *l, unsigned spins);
+
+/* --- claims of a thread's state ------------------------------------------ */
+
+int mtl_region_barrier_register(void)
+{
+    int saved = errno;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    int ok = cmds >= 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+             syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+    errno = saved;
+    return ok;
+}
+
+void mtl_region_barrier(struct mtl_region *r)
+{
+    if (!atomic_load(&r->fast_owners))
+        return;
+    int saved = errno;
+    /* A barrier on every processor that runs a registered program now;
+     * one not running passed one when it was switched out.  Refused only
+     * where the program could not register either (then fast_owners is
+     * 0), or where this process alone is filtered (seccomp): then a wait
+     * far longer than any store takes to leave its processor's buffer. */
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) {
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    errno = saved;
+}
+
+int mtl_state_claim_start(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
+{
+    if (!take(&ts->lock, spins))
+        return 0;
+    if (atomic_load(&r->fast_owners) && ts != mtl_region_state(r, 0))
+        atomic_store(&ts->revoke, 1);
+    return 1;
+}
+
+int mtl_state_claim_finish(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
+{
+    (void)r;
+    for (unsigned i = 0; atomic_load_explicit(&ts->busy, memory_order_acquire); i++) {
+        if (spins && i >= spins) {
+            mtl_state_unclaim(ts);
+            return 0;
+        }
+        if (i > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+    return 1;
+}
+
+int mtl_state_claim(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
+{
+    if (!mtl_state_claim_start(r, ts, spins))
+        return 0;
+    mtl_region_barrier(r);
+    return mtl_state_claim_finish(r, ts, spins);
+}
+
+void mtl_state_unclaim(struct mtl_tstate *ts)
+{
+    atomic_store(&ts->revoke, 0);
+    mtl_spin_unlock(&ts->lock);
+}
+
 /* --- the pool ------------------------------------------------------------ */
 
 /* Takes l: waiting (spins 0), or giving up after spins tries. */
@@ -310,7 +382,7 @@ int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spi
         struct mtl_tstate *ts = mtl_region_state(r, i);
         /* A thread stuck holding its lock (or dead) keeps its chunk: its
          * events come later, on the old clock, clamped by the writer. */
-        if (!take(&ts->lock, spins))
+        if (!mtl_state_claim(r, ts, spins))
             continue;
         if (ts->cur)
             atomic_store(&mtl_region_chunk(r, ts->cur)->n, 0);
@@ -329,7 +401,7 @@ int mtl_region_begin_trace(struct mtl_region *r, uint64_t start_ns, unsigned spi
                 mtl_cev_commit(r, ts);
             }
         }
-        mtl_spin_unlock(&ts->lock);
+        mtl_state_unclaim(ts);
     }
     atomic_fetch_add(&r->trace_gen, 1);
     return 0;

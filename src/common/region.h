@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 
-#define MTL_REGION_MAGIC 0x3147455252544c4dull /* "MLTRREG1" */
+#define MTL_REGION_MAGIC 0x3247455252544c4dull /* "MLTRREG2" */
 #define MTL_CHUNK_EVENTS 2048   /* events per chunk: 64 KiB */
 #define MTL_CHUNK_BUDGET 1024   /* chunks at most: 64 MiB of buffers */
 #define MTL_MAX_STATES 8192     /* threads alive at once, at most */
@@ -87,7 +87,8 @@ struct mtl_chunk {
  * new thread to take.  One cache line each: its owner writes it on every
  * event, and two threads sharing a line would slow each other. */
 struct mtl_tstate {
-    atomic_int lock;         /* owner appends, writer detaches */
+    atomic_int lock;         /* claims (the writer's); the owner where it
+                                cannot append lock-free (mtl_state_enter) */
     atomic_int in_use;       /* owned by a live thread */
     uint32_t cur;            /* chunk being filled (1-based), or 0 */
     uint32_t index;          /* the owner's thread index */
@@ -96,6 +97,8 @@ struct mtl_tstate {
     uint64_t last_ns;        /* latest stamp: stamps strictly rise */
     int32_t tid;             /* the owner's kernel thread id */
     char name[16];           /* the name last recorded */
+    _Atomic uint8_t busy;    /* the owner is in it without the lock */
+    _Atomic uint8_t revoke;  /* a claim is under way: the owner locks */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct mtl_tstate) == 64, "a thread state is one cache line");
@@ -141,6 +144,10 @@ struct mtl_region {
 
     /* The trace's clock: CLOCK_MONOTONIC ns at its start. */
     _Atomic uint64_t start_ns;
+    /* 1: the program's threads hold their states without the lock
+     * (mtl_state_enter), as the program could register for the claims'
+     * barrier; set before its first state is handed out. */
+    _Atomic uint32_t fast_owners;
     atomic_int state;           /* enum mtl_rec_state: memtally record's
                                    control changes it too */
     _Atomic uint32_t trace_gen; /* bumped when a trace begins */
@@ -287,7 +294,67 @@ uint32_t mtl_pool_try_get(struct mtl_region *r, unsigned spins);
 int mtl_pool_release(struct mtl_region *r, uint32_t id, unsigned spins);
 int mtl_pool_queue_full(struct mtl_region *r, uint32_t id, unsigned spins);
 
-/* With ts locked: a slot for one event, to fill and then publish with
+/* A thread's hold of its own state, to append (the owner's side).  A
+ * locked instruction on every event, and the clock read that waited for
+ * it, cost 17 ns where the clock alone costs 12 (docs/PERFORMANCE.md,
+ * "The thread's hold without a locked instruction"), so the owner only
+ * says it is busy and looks whether a claim is under way: plain stores
+ * and a load.  The claimer (below) says
+ * so first, then makes every thread of the program pass a memory barrier
+ * (membarrier(2), which the program registered for) before it reads busy:
+ * either the owner saw the claim, and locks, or the claimer sees it busy,
+ * and waits.  Returns 1 when the hold is the lock: the state shared by
+ * threads past their exit (state 0), a program that could not register,
+ * or a claim under way. */
+static inline int mtl_state_enter(struct mtl_region *r, struct mtl_tstate *ts)
+{
+    if (__builtin_expect(atomic_load_explicit(&r->fast_owners, memory_order_relaxed) &&
+                             ts != mtl_region_state(r, 0), 1)) {
+        atomic_store_explicit(&ts->busy, 1, memory_order_relaxed);
+        /* The store before the load in the compiler's order; the
+         * processor's is the claimer's barrier. */
+        atomic_signal_fence(memory_order_seq_cst);
+        if (__builtin_expect(!atomic_load_explicit(&ts->revoke, memory_order_relaxed), 1))
+            return 0;
+        atomic_store_explicit(&ts->busy, 0, memory_order_release);
+    }
+    mtl_spin_lock(&ts->lock);
+    return 1;
+}
+static inline void mtl_state_leave(struct mtl_tstate *ts, int held)
+{
+    if (held)
+        mtl_spin_unlock(&ts->lock);
+    else
+        atomic_store_explicit(&ts->busy, 0, memory_order_release);
+}
+/* From a hold without the lock to the lock, before waiting for anything
+ * (the writer): a claim waits for the owner to be out. */
+static inline void mtl_state_hold_lock(struct mtl_tstate *ts, int *held)
+{
+    if (*held)
+        return;
+    atomic_store_explicit(&ts->busy, 0, memory_order_release);
+    mtl_spin_lock(&ts->lock);
+    *held = 1;
+}
+
+/* Another's hold of a thread's state (the writer's, a new trace's): its
+ * lock, and its owner out of any hold without it.  spins as for the pool
+ * (0: wait).  claim: 1 when held.  For many states under one barrier:
+ * claim_start each (1: its lock taken), mtl_region_barrier once, then
+ * claim_finish each started (1: held; 0: the owner stayed busy, and the
+ * claim was given up). */
+int mtl_state_claim(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
+int mtl_state_claim_start(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
+void mtl_region_barrier(struct mtl_region *r);
+int mtl_state_claim_finish(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
+void mtl_state_unclaim(struct mtl_tstate *ts);
+/* The program: registers for the claims' barrier; 1 when its threads may
+ * hold their states without the lock (fast_owners).  errno is kept. */
+int mtl_region_barrier_register(void);
+
+/* With ts held: a slot for one event, to fill and then publish with
  * mtl_cev_commit; NULL when no chunk is free (the caller waits or drops).
  * Inline for the thread's chunk with room; room_next queues a full one
  * and takes another. */
@@ -310,7 +377,7 @@ static inline void mtl_cev_commit(struct mtl_region *r, struct mtl_tstate *ts)
                           memory_order_release);
 }
 
-/* With ts locked: a timestamp strictly above the thread's previous one, so
+/* With ts held: a timestamp strictly above the thread's previous one, so
  * that the writer's merge keeps each thread's events in their order. */
 static inline uint64_t mtl_region_stamp(struct mtl_tstate *ts, uint64_t now)
 {

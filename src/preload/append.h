@@ -14,10 +14,11 @@
 
 #define EVENT_INLINE static inline __attribute__((always_inline))
 
-/* With ts locked: a slot once the thread's full chunk is queued and
- * another taken, waiting for the writer if need be (it may unlock and
- * relock ts); NULL when recording has to stop. */
-struct mtl_cev *mtl__room_wait(struct mtl_tstate *ts) MTL_HIDDEN;
+/* With ts held (*held: mtl_state_enter's): a slot once the thread's full
+ * chunk is queued and another taken, waiting for the writer if need be
+ * (under the lock, which it may let go and take again: *held becomes 1);
+ * NULL when recording has to stop. */
+struct mtl_cev *mtl__room_wait(struct mtl_tstate *ts, int *held) MTL_HIDDEN;
 /* After an event found no room: stops recording if the writer is gone. */
 void mtl__append_failed(void) MTL_HIDDEN;
 
@@ -27,22 +28,28 @@ EVENT_INLINE struct mtl_tstate *mtl__orphan_state(void)
     return mtl_region_state(mtl__pl.region, 0);
 }
 
-/* With ts locked: a slot for one event, or NULL when recording has to
- * stop.  May unlock and relock ts while waiting for the writer, so callers
- * stamp the time after this returns. */
-EVENT_INLINE struct mtl_cev *mtl__room(struct mtl_tstate *ts)
+/* With ts held: a slot for one event, or NULL when recording has to
+ * stop.  May let ts go and take it again while waiting for the writer, so
+ * callers stamp the time after this returns. */
+EVENT_INLINE struct mtl_cev *mtl__room(struct mtl_tstate *ts, int *held)
 {
     struct mtl_cev *e = mtl_region_room(mtl__pl.region, ts, 0);
-    return MTL_LIKELY(e != NULL) ? e : mtl__room_wait(ts);
+    return MTL_LIKELY(e != NULL) ? e : mtl__room_wait(ts, held);
 }
 
-/* With ts locked: the time of ts's next event. */
+/* The thread's hold of its state (region.h): 1 when it is the lock. */
+EVENT_INLINE int mtl__hold(struct mtl_tstate *ts)
+{
+    return mtl_state_enter(mtl__pl.region, ts);
+}
+
+/* With ts held: the time of ts's next event. */
 EVENT_INLINE uint64_t mtl__stamp(struct mtl_tstate *ts)
 {
     return mtl_region_stamp(ts, mtl__now_ns());
 }
 
-/* With ts locked: the event into slot e, published. */
+/* With ts held: the event into slot e, published. */
 EVENT_INLINE void mtl__put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t, unsigned type,
                            uint64_t a, uint64_t b, uint32_t stack)
 {
@@ -58,11 +65,11 @@ EVENT_INLINE void mtl__put(struct mtl_tstate *ts, struct mtl_cev *e, uint64_t t,
 EVENT_INLINE void mtl__append(struct mtl_tstate *ts, unsigned type, uint64_t a, uint64_t b,
                               uint32_t stack)
 {
-    mtl_spin_lock(&ts->lock);
-    struct mtl_cev *e = mtl__room(ts);
+    int held = mtl__hold(ts);
+    struct mtl_cev *e = mtl__room(ts, &held);
     if (e)
         mtl__put(ts, e, mtl__stamp(ts), type, a, b, stack);
-    mtl_spin_unlock(&ts->lock);
+    mtl_state_leave(ts, held);
     if (MTL_UNLIKELY(!e))
         mtl__append_failed();
 }

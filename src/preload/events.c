@@ -2,10 +2,10 @@
  * events.c: per-thread event chunks and the pool they come from (the
  * append itself is inline, in append.h).
  *
- * Each thread appends fixed-size events to a chunk of its own, under a
- * spinlock that only the writer ever contends for (once a round, to detach
- * the chunk), so the common path is an uncontended atomic exchange on a
- * cache line the thread owns.  A full chunk goes to the writer's queue and
+ * Each thread appends fixed-size events to a chunk of its own, which only
+ * the writer ever claims (once a round, to detach the chunk), so the
+ * common path holds the thread's state with plain stores on a cache line
+ * the thread owns (region.h, mtl_state_enter; the lock where it cannot).  A full chunk goes to the writer's queue and
  * the thread takes a fresh one from the pool.  The pool is bounded
  * (MTL_CHUNK_BUDGET): when it is empty the thread waits for the writer,
  * without holding any lock the writer needs.  All of it is in the region
@@ -14,13 +14,13 @@
  * that died mid-append finds only whole events.
  *
  * Ordering.  Events are stamped with CLOCK_MONOTONIC nanoseconds while the
- * thread holds its chunk lock, so each chunk is sorted by time, and a free
+ * thread holds its state, so each chunk is sorted by time, and a free
  * is stamped before the block goes back to the allocator (while an
  * allocation is stamped after the allocator returned it): a block handed
  * to another thread is always freed, in time, before it is allocated again.
  * The writer (trace/encoder.c) merges chunks by time and writes only events
  * older than the moment it started collecting (the cutoff): every such
- * event was appended before the writer detached its chunk.  A realloc stamps its free before
+ * event was appended before the writer's claim detached its chunk.  A realloc stamps its free before
  * calling the allocator but appends it after; it publishes that stamp in
  * pending_ns so that the cutoff stays below it.
  *
@@ -59,6 +59,8 @@ void mtl__events_use_region(struct mtl_region *r)
         atomic_store(&r->start_ns, mtl__pl.start_ns);
     mtl__pl.state = &r->state;
     mtl__pl.region = r;
+    /* Before a state is handed out: a claim reads it. */
+    atomic_store(&r->fast_owners, (uint32_t)mtl__pl.fast_owners);
     struct mtl_tstate *o = mtl_region_state(r, ORPHAN);
     o->pending_ns = UINT64_MAX;
     atomic_store(&o->in_use, 1);
@@ -91,10 +93,13 @@ static int writer_alive(void)
     return 1;
 }
 
-/* With ts locked: mtl__room's wait, when the thread's chunk is full and
+/* With ts held: mtl__room's wait, when the thread's chunk is full and
  * none is free.  NULL when recording has to stop. */
-struct mtl_cev *mtl__room_wait(struct mtl_tstate *ts)
+struct mtl_cev *mtl__room_wait(struct mtl_tstate *ts, int *held)
 {
+    /* The writer's claim, which frees chunks, waits for a hold without
+     * the lock to end; the lock it can take between our naps. */
+    mtl_state_hold_lock(ts, held);
     for (;;) {
         struct mtl_cev *e = mtl_region_room(R, ts, 0);
         if (e)
@@ -125,14 +130,14 @@ static void read_own_name(uint64_t name[2])
     memcpy(name, buf, 16);
 }
 
-/* With ts locked: appends a THREAD_NAME event for ts's owner if its name
+/* With ts held: appends a THREAD_NAME event for ts's owner if its name
  * changed since the last one. */
-static void note_name(struct mtl_tstate *ts, const uint64_t name[2])
+static void note_name(struct mtl_tstate *ts, const uint64_t name[2], int *held)
 {
     if (memcmp(ts->name, name, 16) == 0)
         return;
     memcpy(ts->name, name, 16);
-    struct mtl_cev *e = mtl__room(ts);
+    struct mtl_cev *e = mtl__room(ts, held);
     if (e)
         mtl__put(ts, e, mtl__stamp(ts), MTL_CEV_THREAD_NAME, name[0], name[1], 0);
 }
@@ -141,18 +146,18 @@ static void note_own_name(struct mtl_tstate *ts)
 {
     uint64_t name[2];
     read_own_name(name);
-    mtl_spin_lock(&ts->lock);
-    note_name(ts, name);
-    mtl_spin_unlock(&ts->lock);
+    int held = mtl__hold(ts);
+    note_name(ts, name, &held);
+    mtl_state_leave(ts, held);
 }
 
 static void start_thread_events(struct mtl_tstate *ts)
 {
-    mtl_spin_lock(&ts->lock);
+    int held = mtl__hold(ts);
     ts->index = mtl__tls.index;
     ts->tid = mtl__gettid();
     memset(ts->name, 0, sizeof ts->name);
-    mtl_spin_unlock(&ts->lock);
+    mtl_state_leave(ts, held);
     mtl__append(ts, MTL_CEV_THREAD_START, (uint64_t)ts->tid, 0, 0);
     note_own_name(ts);
 }
@@ -218,9 +223,9 @@ void mtl__record_gc_heap(uint64_t bytes)
         mtl__append(ts, MTL_CEV_GC_HEAP, bytes, 0, 0);
 }
 
-/* With ts locked: this thread's latest allocation event of ptr among its
+/* With ts held: this thread's latest allocation event of ptr among its
  * last 64, if the writer has not read it (the thread's chunk is its own
- * until the writer detaches it, which takes this lock), else NULL. */
+ * until the writer's claim detaches it), else NULL. */
 static struct mtl_cev *unread_alloc(struct mtl_tstate *ts, uint64_t ptr)
 {
     if (!ts->cur)
@@ -240,11 +245,11 @@ int mtl__drop_alloc_size(uint64_t ptr)
     struct mtl_tstate *ts = mtl__thread_state();
     if (!ts)
         return 0;
-    mtl_spin_lock(&ts->lock);
+    int held = mtl__hold(ts);
     struct mtl_cev *e = unread_alloc(ts, ptr);
     if (e)
         e->b = 0;
-    mtl_spin_unlock(&ts->lock);
+    mtl_state_leave(ts, held);
     return e != NULL;
 }
 
@@ -255,11 +260,11 @@ void mtl__record_tag(uint64_t ptr, uint32_t tag)
         return;
     /* Most often the block was allocated just before, by this thread, and
      * its event not read yet: the tag goes in it.  Else a TAG event. */
-    mtl_spin_lock(&ts->lock);
+    int held = mtl__hold(ts);
     struct mtl_cev *e = tag <= 0xffff ? unread_alloc(ts, ptr) : NULL;
     if (e)
         e->b = (e->b & ((1ull << MTL_CEV_SIZE_BITS) - 1)) | (uint64_t)tag << MTL_CEV_SIZE_BITS;
-    mtl_spin_unlock(&ts->lock);
+    mtl_state_leave(ts, held);
     if (!e)
         mtl__append(ts, MTL_CEV_TAG, ptr, tag, 0);
     mtl__user_hook(MTL_CEV_TAG, ptr, (uint64_t)(tag & 0xffff) << MTL_CEV_SIZE_BITS, 0);
@@ -270,10 +275,10 @@ uint64_t mtl__begin_pending(void)
     struct mtl_tstate *ts = mtl__thread_state();
     if (!ts)
         return 0;
-    mtl_spin_lock(&ts->lock);
+    int held = mtl__hold(ts);
     uint64_t t = mtl__stamp(ts);
     ts->pending_ns = t;
-    mtl_spin_unlock(&ts->lock);
+    mtl_state_leave(ts, held);
     return t;
 }
 
@@ -284,18 +289,18 @@ void mtl__end_pending_realloc(uint64_t t_free, uint64_t old_ptr, int freed,
     struct mtl_cev *e = NULL;
     if (!ts)
         return;
-    mtl_spin_lock(&ts->lock);
+    int held = mtl__hold(ts);
     int wrote_free = 0, wrote_alloc = 0;
-    if (freed && (e = mtl__room(ts)) != NULL) {
+    if (freed && (e = mtl__room(ts, &held)) != NULL) {
         mtl__put(ts, e, t_free, MTL_CEV_FREE, old_ptr, 0, 0);
         wrote_free = 1;
     }
-    if (new_ptr && (e = mtl__room(ts)) != NULL) {
+    if (new_ptr && (e = mtl__room(ts, &held)) != NULL) {
         mtl__put(ts, e, mtl__stamp(ts), MTL_CEV_ALLOC, new_ptr, size, stack);
         wrote_alloc = 1;
     }
     ts->pending_ns = UINT64_MAX;
-    mtl_spin_unlock(&ts->lock);
+    mtl_state_leave(ts, held);
     if (wrote_free)
         mtl__user_hook(MTL_CEV_FREE, old_ptr, 0, 0);
     if (wrote_alloc)
@@ -349,9 +354,12 @@ void mtl__events_atfork(int phase)
     /* Child: the parent's buffered events belong to the parent's trace.
      * Only this thread survives; every other state is free for reuse. */
     uint32_t n = atomic_load(&R->nstates);
+    atomic_store(&R->fast_owners, (uint32_t)mtl__pl.fast_owners);
     for (uint32_t i = 0; i < n; i++) {
         struct mtl_tstate *ts = mtl_region_state(R, i);
         atomic_store(&ts->lock, 0);
+        atomic_store(&ts->busy, 0);
+        atomic_store(&ts->revoke, 0);
         ts->pending_ns = UINT64_MAX;
         ts->last_ns = 0; /* the child's clock starts anew */
         if (ts->cur) {

@@ -169,6 +169,7 @@ void mtl__init(void)
     if (handed)
         share_with_record(handed);
     struct mtl_region *r = mtl__pl.shared ? mtl__pl.shared : mtl_region_new_private();
+    mtl__pl.fast_owners = mtl_region_barrier_register();
     if (r)
         mtl__events_use_region(r);
     if (!r || mtl__events_init() < 0 || mtl__stacks_init() < 0 ||
@@ -230,6 +231,10 @@ static void atfork_child(void)
      * that memtally record then writes from, when it follows the child. */
     int on_shared = mtl__pl.region == mtl__pl.shared;
     int follows = atomic_load(mtl__pl.state) == MTL_RECORDING && mtl__pl.opt.follow_fork;
+    /* A new process: registered anew for the claims' barrier (an exec
+     * ends a registration; a fork may not carry it), before any region is
+     * taken up. */
+    mtl__pl.fast_owners = mtl_region_barrier_register();
     mtl__gc_atfork(2);
     mtl__clock_atfork_child();
     struct mtl_region *handed = follows ? mtl__handover_region() : NULL;

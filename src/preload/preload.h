@@ -93,6 +93,9 @@ struct mtl__preload {
     struct mtl_region *mailbox; /* memtally record's region: it serves control */
     int mailbox_pid;            /* the process it belongs to */
     atomic_uint next_thread;    /* next thread index */
+    int fast_owners;            /* registered for the claims' barrier: the
+                                   threads hold their states lock-free
+                                   (common/region.h, mtl_state_enter) */
 };
 extern struct mtl__preload mtl__pl MTL_HIDDEN;
 

@@ -655,17 +655,32 @@ static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins, int *busy
     struct mtl_region *r = e->r;
     uint64_t cutoff = mtl_encoder_now(e);
     uint32_t n = atomic_load(&r->nstates);
+    /* Every state claimed under one barrier (region.h, mtl_state_enter):
+     * its lock first, then its owner out of the append it may be in, so
+     * that every event stamped before the cutoff is in its chunk.  A dead
+     * program's states are read as they are: nobody appends again, and a
+     * lock held at the death stays held. */
+    if (!e->owner_dead) {
+        for (uint32_t i = 0; i < n; i++) {
+            struct mtl_tstate *ts = mtl_region_state(r, i);
+            if (mtl_state_claim_start(r, ts, trylock_spins))
+                e->claimed[i / 64] |= 1ull << (i % 64);
+            else
+                *busy |= e->skip_when_busy; /* a thread stopped inside memtally */
+        }
+        mtl_region_barrier(r);
+    }
     for (uint32_t i = 0; i < n; i++) {
         struct mtl_tstate *ts = mtl_region_state(r, i);
-        if (e->owner_dead) {
-            /* Nobody will append again; a lock held at the death stays held. */
-        } else if (trylock_spins) {
-            if (!mtl_spin_trylock(&ts->lock, trylock_spins)) {
+        if (!e->owner_dead) {
+            uint64_t bit = 1ull << (i % 64);
+            if (!(e->claimed[i / 64] & bit))
+                continue;
+            e->claimed[i / 64] &= ~bit;
+            if (!mtl_state_claim_finish(r, ts, trylock_spins)) {
                 *busy |= e->skip_when_busy;
-                continue; /* a thread stopped inside memtally: skip it */
+                continue;
             }
-        } else {
-            mtl_spin_lock(&ts->lock);
         }
         if (ts->pending_ns < cutoff)
             cutoff = ts->pending_ns;
@@ -676,7 +691,7 @@ static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins, int *busy
             ts->cur = 0;
         }
         if (!e->owner_dead)
-            mtl_spin_unlock(&ts->lock);
+            mtl_state_unclaim(ts);
     }
     /* After the threads' chunks, so that a chunk queued before we detached
      * its successor is not left for the next round. */
@@ -1134,7 +1149,7 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
             got--;
         char name[16] = {0};
         memcpy(name, buf, (size_t)got < 15 ? (size_t)got : 15);
-        if (!mtl_spin_trylock(&ts->lock, 100000))
+        if (!mtl_state_claim(r, ts, 100000))
             continue;
         if (atomic_load(&ts->in_use) && memcmp(ts->name, name, 16) != 0) {
             struct mtl_cev *ev = mtl_region_room(r, ts, lock_spins(e));
@@ -1148,7 +1163,7 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
                 mtl_cev_commit(r, ts);
             }
         }
-        mtl_spin_unlock(&ts->lock);
+        mtl_state_unclaim(ts);
     }
 }
 

@@ -132,6 +132,7 @@ struct mtl_encoder {
     int owner_dead;            /* the program is gone: its locks are ignored */
     int skip_when_busy;        /* a lock held past the spins: no round now
                                   (the program may be dead: see owner_dead) */
+    uint64_t claimed[MTL_MAX_STATES / 64]; /* collect's: states held */
     /* Records from values (memtally merge): new stack nodes, and the
      * allocations and frees after them, held to be written as one
      * STACK_NODES record and then the runs of events, as a recording
