@@ -10,7 +10,14 @@
  *   follow_quiet hold N   the child allocates N blocks, writes its pid to
  *                         the file "child.pid" and waits (20 s at most)
  *                         for a file "go" to appear, then exits 0
- *   follow_quiet orphan N the same, but the parent exits at once
+ *   follow_quiet orphan N the same, but the parent exits as soon as the
+ *                         child has written child.pid, without waiting
+ *                         for it to end (by then the child has handed its
+ *                         region to memtally record: one whose parent
+ *                         ended before it could, under a loaded machine,
+ *                         found no memtally record to take it and wrote
+ *                         its trace itself, so the test could not see
+ *                         memtally record wait for it)
  *
  * What a process sees: "threads T fds F" (its entries of /proc/self/task
  * and /proc/self/fd, read with getdents64: nothing here allocates but the
@@ -111,8 +118,12 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         _exit(0);
     }
-    if (orphan)
+    if (orphan) {
+        struct timespec ms = { 0, 10000000 };
+        for (int i = 0; i < 2000 && access("child.pid", F_OK) < 0; i++)
+            nanosleep(&ms, NULL);
         return 0;
+    }
     int status;
     if (waitpid(pid, &status, 0) < 0)
         return 1;
