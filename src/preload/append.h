@@ -43,10 +43,15 @@ EVENT_INLINE int mtl__hold(struct mtl_tstate *ts)
     return mtl_state_enter(mtl__pl.region, ts);
 }
 
-/* With ts held: the time of ts's next event. */
+/* With ts held: the time of ts's next event.  Read after the loads
+ * before it (clock.h) once a second thread has recorded, and by the
+ * threads past their exit, which share state 0: a block another thread
+ * handed over must not be freed, in time, before it was made. */
 EVENT_INLINE uint64_t mtl__stamp(struct mtl_tstate *ts)
 {
-    return mtl_region_stamp(ts, mtl__now_ns());
+    int after_loads = atomic_load_explicit(&mtl__pl.threaded, memory_order_relaxed) ||
+                      ts == mtl__orphan_state();
+    return mtl_region_stamp(ts, mtl__now_ns_at(after_loads));
 }
 
 /* With ts held: the event into slot e, published. */

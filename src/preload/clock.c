@@ -162,7 +162,7 @@ uint64_t mtl__clock_ns_slow(void)
             uint64_t tsc_a = atomic_load_explicit(&mtl__ck.tsc_a, memory_order_relaxed);
             uint64_t ns_a = atomic_load_explicit(&mtl__ck.ns_a, memory_order_relaxed);
             uint64_t slope = atomic_load_explicit(&mtl__ck.slope, memory_order_relaxed);
-            uint64_t tsc = mtl__tsc_after_loads();
+            uint64_t tsc = mtl__tsc(1);
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(&mtl__ck.seq, memory_order_relaxed) != s)
                 continue;

@@ -23,18 +23,21 @@
 #endif
 
 #if MTL_HAVE_TSC
-/* The TSC, read once every load before it is done.  A plain rdtsc may run
- * ahead of the loads before it: a thread that frees a block another
- * thread just handed it could then stamp the free before the other
- * thread's allocation of it, and the trace would free the block before
- * making it (tests/integration/test_exact_handoff.sh caught that).  The
- * locked instruction of the thread's lock used to keep the two in order;
- * the hold without it (common/region.h) needs rdtscp, 5 ns more than
- * rdtsc here and 5 less than the two together. */
-static inline uint64_t mtl__tsc_after_loads(void)
+/* The TSC, read once every load before it is done (after_loads), or as
+ * soon as the processor gets to it.  A plain rdtsc may run ahead of the
+ * loads before it: a thread that frees a block another thread just handed
+ * it could then stamp the free before the other thread's allocation of
+ * it, and the trace would free the block before making it
+ * (tests/integration/test_exact_handoff.sh caught that).  The locked
+ * instruction of the thread's lock used to keep the two in order; the
+ * hold without it (common/region.h) needs rdtscp, 5 ns more than rdtsc
+ * here and 5 less than the two together (bench/clock_cost.sh).  A
+ * program with one recording thread has no other thread's stamp to come
+ * after, and reads rdtsc (mtl__stamp). */
+static inline uint64_t mtl__tsc(int after_loads)
 {
     unsigned aux;
-    return __rdtscp(&aux);
+    return after_loads ? __rdtscp(&aux) : __rdtsc();
 }
 #endif
 
@@ -57,8 +60,9 @@ static inline uint64_t mtl__clock_on_line(uint64_t tsc, uint64_t tsc_a, uint64_t
     return ns_a + (uint64_t)(((unsigned __int128)d * slope) >> 32);
 }
 
-/* CLOCK_MONOTONIC, in ns. */
-static inline uint64_t mtl__clock_ns(void)
+/* CLOCK_MONOTONIC, in ns; after_loads: read after the loads before it
+ * (mtl__tsc). */
+static inline uint64_t mtl__clock_ns_at(int after_loads)
 {
 #if MTL_HAVE_TSC
     /* A line is published only where the TSC is usable (clock.c). */
@@ -67,7 +71,7 @@ static inline uint64_t mtl__clock_ns(void)
         uint64_t tsc_a = atomic_load_explicit(&mtl__ck.tsc_a, memory_order_relaxed);
         uint64_t ns_a = atomic_load_explicit(&mtl__ck.ns_a, memory_order_relaxed);
         uint64_t slope = atomic_load_explicit(&mtl__ck.slope, memory_order_relaxed);
-        uint64_t tsc = mtl__tsc_after_loads();
+        uint64_t tsc = mtl__tsc(after_loads);
         atomic_thread_fence(memory_order_acquire);
         if (MTL_LIKELY(atomic_load_explicit(&mtl__ck.seq, memory_order_relaxed) == s &&
                        tsc < atomic_load_explicit(&mtl__ck.next_tsc, memory_order_relaxed)))
@@ -77,16 +81,26 @@ static inline uint64_t mtl__clock_ns(void)
     return mtl__clock_ns_slow();
 }
 
+static inline uint64_t mtl__clock_ns(void)
+{
+    return mtl__clock_ns_at(1);
+}
+
 /* The trace's clock: ns since its start.  The start lives in the region
  * once there is one: memtally record restarts it when it begins a trace
  * for `memtally ctl`. */
-static inline uint64_t mtl__now_ns(void)
+static inline uint64_t mtl__now_ns_at(int after_loads)
 {
     struct mtl_region *r = mtl__pl.region;
     uint64_t start = r ? atomic_load_explicit(&r->start_ns, memory_order_relaxed)
                        : mtl__pl.start_ns;
-    uint64_t now = mtl__clock_ns();
+    uint64_t now = mtl__clock_ns_at(after_loads);
     return now > start ? now - start : 0;
+}
+
+static inline uint64_t mtl__now_ns(void)
+{
+    return mtl__now_ns_at(1);
 }
 
 #endif

@@ -93,6 +93,11 @@ struct mtl__preload {
     struct mtl_region *mailbox; /* memtally record's region: it serves control */
     int mailbox_pid;            /* the process it belongs to */
     atomic_uint next_thread;    /* next thread index */
+    /* A second thread took a state to record (sticky until a fork): from
+     * then on the events' clock waits for the loads before it
+     * (append.h, mtl__stamp). */
+    atomic_int threaded;
+    atomic_uint states_taken;   /* threads that took a state */
     int fast_owners;            /* registered for the claims' barrier: the
                                    threads hold their states lock-free
                                    (common/region.h, mtl_state_enter) */
