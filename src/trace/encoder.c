@@ -1149,6 +1149,13 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
             got--;
         char name[16] = {0};
         memcpy(name, buf, (size_t)got < 15 ? (size_t)got : 15);
+        /* The name as last recorded, read without the claim (a barrier
+         * for the program): only a change is worth one, and is read again
+         * under it. */
+        char seen[16];
+        memcpy(seen, ts->name, 16);
+        if (memcmp(seen, name, 16) == 0)
+            continue;
         if (!mtl_state_claim(r, ts, 100000))
             continue;
         if (atomic_load(&ts->in_use) && memcmp(ts->name, name, 16) != 0) {
