@@ -202,7 +202,15 @@ int mtl_spin_trylock(atomic_int *l, unsigned spins)
     return 0;
 }
 
-static int take(atomic_int *l, unsigned spins);
+/* Takes l: waiting (spins 0), or giving up after spins tries. */
+static int take(atomic_int *l, unsigned spins)
+{
+    if (!spins) {
+        mtl_spin_lock(l);
+        return 1;
+    }
+    return mtl_spin_trylock(l, spins);
+}
 
 /* --- claims of a thread's state ------------------------------------------ */
 
@@ -242,9 +250,8 @@ int mtl_state_claim_start(struct mtl_region *r, struct mtl_tstate *ts, unsigned 
     return 1;
 }
 
-int mtl_state_claim_finish(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
+int mtl_state_claim_finish(struct mtl_tstate *ts, unsigned spins)
 {
-    (void)r;
     for (unsigned i = 0; atomic_load_explicit(&ts->busy, memory_order_acquire); i++) {
         if (spins && i >= spins) {
             mtl_state_unclaim(ts);
@@ -263,7 +270,7 @@ int mtl_state_claim(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins)
     if (!mtl_state_claim_start(r, ts, spins))
         return 0;
     mtl_region_barrier(r);
-    return mtl_state_claim_finish(r, ts, spins);
+    return mtl_state_claim_finish(ts, spins);
 }
 
 void mtl_state_unclaim(struct mtl_tstate *ts)
@@ -273,16 +280,6 @@ void mtl_state_unclaim(struct mtl_tstate *ts)
 }
 
 /* --- the pool ------------------------------------------------------------ */
-
-/* Takes l: waiting (spins 0), or giving up after spins tries. */
-static int take(atomic_int *l, unsigned spins)
-{
-    if (!spins) {
-        mtl_spin_lock(l);
-        return 1;
-    }
-    return mtl_spin_trylock(l, spins);
-}
 
 uint32_t mtl_pool_try_get(struct mtl_region *r, unsigned spins)
 {

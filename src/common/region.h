@@ -348,7 +348,7 @@ static inline void mtl_state_hold_lock(struct mtl_tstate *ts, int *held)
 int mtl_state_claim(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
 int mtl_state_claim_start(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
 void mtl_region_barrier(struct mtl_region *r);
-int mtl_state_claim_finish(struct mtl_region *r, struct mtl_tstate *ts, unsigned spins);
+int mtl_state_claim_finish(struct mtl_tstate *ts, unsigned spins);
 void mtl_state_unclaim(struct mtl_tstate *ts);
 /* The program: registers for the claims' barrier; 1 when its threads may
  * hold their states without the lock (fast_owners).  errno is kept. */

@@ -44,13 +44,13 @@ EVENT_INLINE int mtl__hold(struct mtl_tstate *ts)
 }
 
 /* With ts held: the time of ts's next event.  Read after the loads
- * before it (clock.h) once a second thread has recorded, and by the
- * threads past their exit, which share state 0: a block another thread
- * handed over must not be freed, in time, before it was made. */
+ * before it (clock.h) once a second thread has recorded: a block another
+ * thread handed over must not be freed, in time, before it was made.
+ * The threads past their exit that share state 0 each took a state
+ * before, so they count. */
 EVENT_INLINE uint64_t mtl__stamp(struct mtl_tstate *ts)
 {
-    int after_loads = atomic_load_explicit(&mtl__pl.threaded, memory_order_relaxed) ||
-                      ts == mtl__orphan_state();
+    int after_loads = atomic_load_explicit(&mtl__pl.states_taken, memory_order_relaxed) > 1;
     return mtl_region_stamp(ts, mtl__now_ns_at(after_loads));
 }
 

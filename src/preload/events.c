@@ -170,9 +170,8 @@ struct mtl_tstate *mtl__thread_state_slow(void)
     if (tls->dead)
         return mtl__orphan_state();
     /* Before this thread's first stamp, and seen by any thread that gets
-     * a block from it, as the store is a full barrier. */
-    if (atomic_fetch_add(&mtl__pl.states_taken, 1) > 0)
-        atomic_store(&mtl__pl.threaded, 1);
+     * a block from it, as the increment is a full barrier. */
+    atomic_fetch_add(&mtl__pl.states_taken, 1);
 
     /* A state left by a thread that exited, else a new one; taken by
      * compare-and-swap either way, as another new thread may be scanning
@@ -382,7 +381,6 @@ void mtl__events_after_fork_child(void)
     struct mtl__tls *tls = &mtl__tls;
     /* One thread again. */
     atomic_store(&mtl__pl.states_taken, tls->ts ? 1 : 0);
-    atomic_store(&mtl__pl.threaded, 0);
     atomic_store(&mtl__pl.next_thread, 0);
     if (tls->ts) {
         tls->index = atomic_fetch_add(&mtl__pl.next_thread, 1);

@@ -93,11 +93,10 @@ struct mtl__preload {
     struct mtl_region *mailbox; /* memtally record's region: it serves control */
     int mailbox_pid;            /* the process it belongs to */
     atomic_uint next_thread;    /* next thread index */
-    /* A second thread took a state to record (sticky until a fork): from
-     * then on the events' clock waits for the loads before it
-     * (append.h, mtl__stamp). */
-    atomic_int threaded;
-    atomic_uint states_taken;   /* threads that took a state */
+    /* Threads that took a state to record (counted again from the fork's
+     * thread in a child): from the second on, the events' clock waits
+     * for the loads before it (append.h, mtl__stamp). */
+    atomic_uint states_taken;
     int fast_owners;            /* registered for the claims' barrier: the
                                    threads hold their states lock-free
                                    (common/region.h, mtl_state_enter) */

@@ -677,7 +677,7 @@ static uint64_t collect(struct mtl_encoder *e, unsigned trylock_spins, int *busy
             if (!(e->claimed[i / 64] & bit))
                 continue;
             e->claimed[i / 64] &= ~bit;
-            if (!mtl_state_claim_finish(r, ts, trylock_spins)) {
+            if (!mtl_state_claim_finish(ts, trylock_spins)) {
                 *busy |= e->skip_when_busy;
                 continue;
             }
