@@ -15,10 +15,12 @@
  * its innermost node's id, so a stack that shares its callers with another
  * costs one node, and each node is written to the trace once.  Looking a
  * stack up in the trie costs a hash probe per frame, each a likely cache
- * miss, under a mutex: that is only for stacks never seen before.  Seen
+ * miss, under a mutex: that is only for stacks never seen before, and
+ * once for a stack looked up again past the cache and the guess.  Seen
  * stacks are found by a 64-bit hash of the whole stack, first in a small
  * direct-mapped per-thread cache, then in a global table that readers
- * probe without a lock.  Both check the hash, the depth and the innermost
+ * probe without a lock, which a stack enters when it is looked up again
+ * after it was made.  Both check the hash, the depth and the innermost
  * address: two different stacks would have to agree on all three to be
  * confused (odds about 2^-64 per pair), a risk docs/DESIGN.md accepts for
  * the speed.  Between the two, a guess: the stack the thread looked up
@@ -414,16 +416,18 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
         cache->path_gen = atomic_load_explicit(&st.gen, memory_order_relaxed);
         cache->made_new = id >= made_from;
     }
-    /* A node made just now is in no table entry: the lookup, a likely
-     * cache miss, only for a stack whose nodes all were there. */
-    if (id && (id >= made_from || !table_find(h, leaf))) {
-        /* Before the table publishes id: a guess of id is checked on it. */
-        if (id < st.known_cap && !st.known[id].depth) {
-            st.known[id].hash = h;
-            st.known[id].depth = (uint32_t)n;
-        }
-        table_add(h, leaf, id);
+    /* Before a guess can name id: a guess of id is checked on it. */
+    if (id && id < st.known_cap && !st.known[id].depth) {
+        st.known[id].hash = h;
+        st.known[id].depth = (uint32_t)n;
     }
+    /* Into the table when looked up again: a stack just made is in no
+     * entry, and most are never asked of it again (binary trees' are
+     * guessed).  Made with each stack, the table and its lines cost a new
+     * stack a third of its time: its memory zeroed by the kernel, twice
+     * (the table grows by doubling), and a cache miss. */
+    if (id && id < made_from && !table_find(h, leaf))
+        table_add(h, leaf, id);
     pthread_mutex_unlock(&st.mu);
     return id;
 }
@@ -489,6 +493,16 @@ void mtl__stacks_report(void)
              (unsigned long)atomic_load(&st.own_failed), (unsigned long long)reused,
              (unsigned long long)stepped, (unsigned long long)missed,
              (unsigned long long)guessed, (unsigned long long)found, (unsigned long long)kept);
+}
+
+/* Whether node id is the stack frames[0 .. n) (innermost first): the
+ * trie's own answer, for check mode. */
+static int node_is_stack(uint32_t id, void *const *frames, int n)
+{
+    for (int i = 0; i < n; i++, id = PARENT[id])
+        if (!id || ADDR[id] != (uint64_t)(uintptr_t)frames[i])
+            return 0;
+    return id == 0;
 }
 
 /* A stack's hash, from its outermost frame in (as unwind.c keeps it). */
@@ -629,9 +643,9 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
             id = guess;
             cache->guessed++;
             if (MTL_UNLIKELY(mtl__pl.opt.unwinder == MTL_UNWIND_CHECK) &&
-                table_find(h, leaf) != guess &&
+                !node_is_stack(guess, frames, n) &&
                 atomic_fetch_add(&st.differed, 1) < 5)
-                mtl__say("unwind check: a guessed stack is not the table's");
+                mtl__say("unwind check: a guessed stack is not its frames' node");
         }
     }
     unsigned gen = 0;
