@@ -321,19 +321,22 @@ static int path_common(const struct stack_cache *cache, void *const *frames, int
 }
 
 /* Before the lookup of a stack that the cache and the guess missed, most
- * often a new one (binary trees: 917,502): the table's line, and the
- * trie's slots for its first frames past the thread's last interned path
- * (common of them in it), so that their cache misses overlap instead of
- * following one another, the trie's under the lock.  A frame past the
+ * often a new one (binary trees: 917,502): the table's line (table: it is
+ * asked first), and the trie's slots for its first frames past the
+ * thread's last interned path (common of them in it), so that their cache
+ * misses overlap instead of following one another, the trie's under the
+ * lock.  A frame past the
  * first new one would be a new node's child: its parent is guessed as
  * the next id.  No lock: a slot array being replaced (grow_slots) costs
  * a useless prefetch, never a fault. */
 #define PREFETCH_FRAMES 3
 static void prefetch_new(const struct stack_cache *cache, void *const *frames, int n,
-                         uint64_t h, int common)
+                         uint64_t h, int common, int table)
 {
-    struct stack_table *t = atomic_load_explicit(&st.table, memory_order_acquire);
-    __builtin_prefetch(&t->e[h & t->mask]);
+    if (table) {
+        struct stack_table *t = atomic_load_explicit(&st.table, memory_order_acquire);
+        __builtin_prefetch(&t->e[h & t->mask]);
+    }
     uint32_t *slots = __atomic_load_n(&st.slots, __ATOMIC_RELAXED);
     size_t mask = __atomic_load_n(&st.nslots, __ATOMIC_RELAXED) - 1;
     uint32_t parent = common ? cache->path_id[common - 1] : 0;
@@ -653,15 +656,14 @@ static uint32_t find_stack(struct stack_cache *cache, void *const *frames, int n
     if (!id) {
         gen = atomic_load_explicit(&st.gen, memory_order_relaxed);
         common = path_common(cache, frames, n, gen);
-        prefetch_new(cache, frames, n, h, common);
-        /* After a new stack, the trie first: it knows a new stack as
-         * surely as the table does, and its lookup waits for the trie's
-         * line while the table's comes, which the table's lookup then
-         * finds in the cache (intern asks the table only for a stack whose
-         * nodes were all there).  Asked first, the table's line was a
-         * wait of its own: 60% of find_stack's time on binary trees'
-         * first trees, all new stacks. */
-        if (!cache || !cache->made_new)
+        /* After a new stack, the trie first: the next is most often new
+         * too, which the trie knows as surely as the table, and a new
+         * stack does not go into the table (intern).  The table's probe,
+         * a line of its own to wait for, was 60% of find_stack's time on
+         * binary trees' first trees, all new stacks. */
+        int table_first = !cache || !cache->made_new;
+        prefetch_new(cache, frames, n, h, common, table_first);
+        if (table_first)
             id = table_find(h, leaf);
     }
     if (!id) {
