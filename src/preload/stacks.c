@@ -137,6 +137,9 @@ static struct {
     uint32_t known_cap;
     /* MEMTALLY_UNWIND=check: stacks walked by both, and how many differed. */
     atomic_ulong checked, differed, own_failed;
+    /* Stacks made, and stacks put in the table (looked up again): written
+     * under mu, read by check mode's report at exit. */
+    uint64_t made, tabled;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* The nodes, in the region: parent[id] (node 0 is the root, no frame) and
@@ -429,8 +432,12 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
      * guessed).  Made with each stack, the table and its lines cost a new
      * stack a third of its time: its memory zeroed by the kernel, twice
      * (the table grows by doubling), and a cache miss. */
-    if (id && id < made_from && !table_find(h, leaf))
+    if (id && id < made_from && !table_find(h, leaf)) {
         table_add(h, leaf, id);
+        __atomic_store_n(&st.tabled, st.tabled + 1, __ATOMIC_RELAXED);
+    }
+    if (id >= made_from)
+        __atomic_store_n(&st.made, st.made + 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&st.mu);
     return id;
 }
@@ -491,11 +498,14 @@ void mtl__stacks_report(void)
         }
     mtl__say("unwind check: %lu stacks walked by both, %lu differed; %lu left to libunwind; "
              "%llu frames reused, %llu stepped; %llu stacks past the cache, %llu guessed; "
-             "%llu recent stacks found, %llu kept",
+             "%llu recent stacks found, %llu kept; %llu stacks made, %llu put in the table "
+             "when looked up again",
              (unsigned long)atomic_load(&st.checked), (unsigned long)atomic_load(&st.differed),
              (unsigned long)atomic_load(&st.own_failed), (unsigned long long)reused,
              (unsigned long long)stepped, (unsigned long long)missed,
-             (unsigned long long)guessed, (unsigned long long)found, (unsigned long long)kept);
+             (unsigned long long)guessed, (unsigned long long)found, (unsigned long long)kept,
+             (unsigned long long)__atomic_load_n(&st.made, __ATOMIC_RELAXED),
+             (unsigned long long)__atomic_load_n(&st.tabled, __ATOMIC_RELAXED));
 }
 
 /* Whether node id is the stack frames[0 .. n) (innermost first): the
