@@ -137,8 +137,9 @@ static struct {
     uint32_t known_cap;
     /* MEMTALLY_UNWIND=check: stacks walked by both, and how many differed. */
     atomic_ulong checked, differed, own_failed;
-    /* Stacks made, and stacks put in the table (looked up again): written
-     * under mu, read by check mode's report at exit. */
+    /* Stacks interned the first time (those with an id in known), and
+     * stacks put in the table (looked up again): written under mu, read
+     * by check mode's report at exit. */
     uint64_t made, tabled;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -426,6 +427,7 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
     if (id && id < st.known_cap && !st.known[id].depth) {
         st.known[id].hash = h;
         st.known[id].depth = (uint32_t)n;
+        __atomic_store_n(&st.made, st.made + 1, __ATOMIC_RELAXED);
     }
     /* Into the table when looked up again: a stack just made is in no
      * entry, and most are never asked of it again (binary trees' are
@@ -436,8 +438,6 @@ static uint32_t intern(struct stack_cache *cache, void *const *frames, int n, ui
         table_add(h, leaf, id);
         __atomic_store_n(&st.tabled, st.tabled + 1, __ATOMIC_RELAXED);
     }
-    if (id >= made_from)
-        __atomic_store_n(&st.made, st.made + 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&st.mu);
     return id;
 }

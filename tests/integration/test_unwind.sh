@@ -2,7 +2,7 @@
 # memtally's own stack walker (src/preload/unwind.c) against libunwind:
 # MEMTALLY_UNWIND=check walks every stack with both and says at exit how
 # many differed (a stack guessed from the one before, checked against the
-# table, and one found among the thread's recent stacks, checked against
+# trie, and one found among the thread's recent stacks, checked against
 # the walk's, count too).  Zero on tests/programs/unwind_shapes.c (recursion, rbp
 # frames, alloca, one call site into frames of other sizes, a realigned
 # stack, signal handlers on both stacks, longjmp, two threads), built -O2
@@ -27,6 +27,11 @@ check_walks() {
     cmp -s alone.out rec.out || fail "$name printed something else when recorded"
     line=$(grep "stacks walked by both" rec.err) || fail "$name: no check line in: $(cat rec.err)"
     echo "$name: $line"
+    made=$(echo "$line" | sed -n 's/.*; \([0-9]*\) stacks made, \([0-9]*\) put in the table.*/\1 \2/p')
+    set -- $made
+    [ $# = 2 ] || fail "$name: no count of stacks made in: $line"
+    made=$1 tabled=$2
+    [ "$tabled" -le "$made" ] || fail "$name: $tabled stacks put in the table, only $made made"
     set -- $(echo "$line" | sed 's/.*check: \([0-9]*\) stacks.*, \([0-9]*\) differed; \([0-9]*\) left.*; \([0-9]*\) frames reused.*, \([0-9]*\) guessed; \([0-9]*\) recent stacks found.*/\1 \2 \3 \4 \5 \6/')
     [ $# = 6 ] || fail "$name: cannot read the check line: $line"
     walked=$1 left=$3 reused=$4 guessed=$5 found=$6
@@ -49,7 +54,7 @@ check_walks "coroutines" "$TEST_PROGRAMS/unwind_coroutines"
 
 # Binary trees: thousands of stacks, met in the same order tree after
 # tree, too many for the thread's cache: most are guessed, and each guess
-# is checked against the table.
+# is checked against the trie.
 cc -O2 -g -o trees "$MEMTALLY_ROOT/bench/workloads/binarytrees.c" || fail "cannot build binarytrees"
 check_walks "binary trees" ./trees 12
 [ "$guessed" -gt 10000 ] || fail "binary trees: only $guessed stacks guessed"
@@ -66,6 +71,8 @@ info=$("$M" info check.mtly) || fail "info of the new stacks' trace failed"
 want=$(sed -n 's/^stacks //p' alone.out) nodes=$(sed -n 's/^nodes //p' alone.out)
 got=$(echo "$info" | sed -n 's/^unique stacks: *\([0-9]*\).*/\1/p')
 expect_eq "new stacks: unique stacks" $((want + 2)) "$got"
+# Each stack made once, whichever thread met it first (check mode's count).
+expect_eq "new stacks: stacks made" "$got" "$made"
 allocs=$(echo "$info" | sed -n 's/^allocations: *\([0-9]*\).*/\1/p')
 expect_eq "new stacks: allocations" $((4 * 3000 * 20 + 5)) "$allocs"
 frames=$(echo "$info" | sed -n 's/^unique stacks:.*(\([0-9]*\) frames.*/\1/p')
