@@ -5,8 +5,9 @@
  * Each thread appends fixed-size events to a chunk of its own, which only
  * the writer ever claims (once a round, to detach the chunk), so the
  * common path holds the thread's state with plain stores on a cache line
- * the thread owns (region.h, mtl_state_enter; the lock where it cannot).  A full chunk goes to the writer's queue and
- * the thread takes a fresh one from the pool.  The pool is bounded
+ * the thread owns (region.h, mtl_state_enter; the lock where it cannot).
+ * A full chunk goes to the writer's queue and the thread takes a fresh
+ * one from the pool.  The pool is bounded
  * (MTL_CHUNK_BUDGET): when it is empty the thread waits for the writer,
  * without holding any lock the writer needs.  All of it is in the region
  * (common/region.h); an event is published (the chunk's count stored)

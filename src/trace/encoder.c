@@ -1152,9 +1152,7 @@ void mtl_encoder_refresh_names(struct mtl_encoder *e)
         /* The name as last recorded, read without the claim (a barrier
          * for the program): only a change is worth one, and is read again
          * under it. */
-        char seen[16];
-        memcpy(seen, ts->name, 16);
-        if (memcmp(seen, name, 16) == 0)
+        if (memcmp(ts->name, name, 16) == 0)
             continue;
         if (!mtl_state_claim(r, ts, 100000))
             continue;
