@@ -2,6 +2,21 @@
  * timeline). */
 #include "render/render.h"
 
+/* Decimals of a second that tell the points apart: three at a step of a
+ * millisecond or more, up to six (the trace's microsecond) for a program
+ * that lasted a few milliseconds. */
+static int time_decimals(const struct mtl_timeline_point *p, size_t n)
+{
+    uint64_t step = UINT64_MAX;
+    for (size_t i = 1; i < n; i++)
+        if (p[i].time_us > p[i - 1].time_us && p[i].time_us - p[i - 1].time_us < step)
+            step = p[i].time_us - p[i - 1].time_us;
+    int decimals = 3;
+    for (uint64_t unit = 1000; decimals < 6 && step < unit; unit /= 10)
+        decimals++;
+    return decimals;
+}
+
 void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int csv,
                          const struct mtl_render_options *ro)
 {
@@ -48,6 +63,7 @@ void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int cs
         if (p[i].live > most)
             most = p[i].live;
     const int cols = 40;
+    int decimals = time_decimals(p, t->n);
     /* The collector's heap: its size after collections where RSS goes. */
     mtl_buf_addf(b, "%10s %11s %11s %11s  LIVE (# = %s)\n", "TIME", "LIVE", "ALLOCATED",
                  t->gc ? "GC HEAP" : "RSS", "full scale");
@@ -55,7 +71,7 @@ void mtl_render_timeline(struct mtl_buf *b, const struct mtl_timeline *t, int cs
         char l[32], al[32], r[32];
         int bar = (int)(cols * p[i].live / most + 0.5);
         uint64_t last = t->gc ? p[i].gc_heap : p[i].rss;
-        mtl_buf_addf(b, "%9.3fs %11s %11s %11s  ", (double)p[i].time_us / 1e6,
+        mtl_buf_addf(b, "%9.*fs %11s %11s %11s  ", decimals, (double)p[i].time_us / 1e6,
                      mtl_human_bytes(l, sizeof l, p[i].live),
                      mtl_human_bytes(al, sizeof al, p[i].alloc_bytes),
                      last ? mtl_human_bytes(r, sizeof r, (double)last) : "-");
