@@ -4,10 +4,11 @@
  * was allocated and what was live (what timeline draws).
  *
  * Buckets: MTL_CURVE_FINE of them, each width_us wide, the width the
- * smallest of 1 ms times a power of two that fits the whole trace.  A
- * reader that does not know the trace's length yet starts at 1 ms and
- * doubles the width, merging neighbours, as the trace outgrows it; one
- * that knows it (an index) starts at the right width: both end alike.
+ * smallest power of two microseconds that fits the whole trace: a program
+ * that ran 6 ms gets buckets of 2 us, not six of 1 ms.  A reader that does
+ * not know the trace's length yet starts at 1 us and doubles the width,
+ * merging neighbours, as the trace outgrows it; one that knows it (an
+ * index) starts at the right width: both end alike.
  */
 #ifndef MTL_ANALYZE_CURVE_H
 #define MTL_ANALYZE_CURVE_H
@@ -16,7 +17,7 @@
 #include <stdint.h>
 
 #define MTL_CURVE_FINE 4096
-#define MTL_CURVE_FIRST_WIDTH 1000
+#define MTL_CURVE_FIRST_WIDTH 1 /* the trace's microsecond */
 
 struct mtl_curve_bucket {
     double alloc_bytes, alloc_calls;

@@ -34,7 +34,7 @@ struct mtl_digest {
     double freed[MTL_CURVE_FINE];     /* bytes freed */
     uint8_t event[MTL_CURVE_FINE];    /* an allocation or free in it */
     /* lifetimes, by column of allocation time (life_width_us wide: the
-     * smallest 1 ms times a power of two that fits the trace in
+     * smallest power of two microseconds that fits the trace in
      * MTL_DIGEST_LIFE_COLS): life[row * MTL_DIGEST_LIFE_COLS + column],
      * and the blocks never freed */
     uint64_t life_width_us;

@@ -20,7 +20,6 @@
 #include "memtally/errors.h"
 #include "trace/defs.h"
 
-#define FIRST_WIDTH_US 1000
 #define MTL_LIFETIME_PARTS MTL_MAX_THREADS /* as many as a query has threads */
 
 struct grid {
@@ -53,7 +52,7 @@ _Static_assert(MTL_LIFETIME_ROWS == MTL_DIGEST_LIFE_ROWS, "the lifetime rows dif
 
 static int make(struct mtl_lifetimes *l, size_t cols)
 {
-    l->width_us = FIRST_WIDTH_US;
+    l->width_us = MTL_CURVE_FIRST_WIDTH; /* as the digest's columns */
     l->ncols = 1;
     l->cell_calls = calloc(MTL_LIFETIME_ROWS * cols, sizeof *l->cell_calls);
     l->cell_bytes = calloc(MTL_LIFETIME_ROWS * cols, sizeof *l->cell_bytes);
