@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "common/varint.h"
 #include "trace/format.h"
@@ -665,8 +668,14 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
         bytes += (sizes[i] + 63) & ~(size_t)63;
     }
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    atomic_store_explicit(&have_popcnt, __builtin_cpu_supports("popcnt"), memory_order_relaxed);
+    /* cpuid leaf 1, ecx bit 23: asked here, when an encoder is made, not
+     * through __builtin_cpu_supports, whose libgcc part runs a constructor
+     * of a dozen cpuid instructions in every program libmemtally.so is
+     * preloaded into (each a trap to the hypervisor on a virtual machine). */
+    unsigned eax, ebx, ecx, edx;
+    atomic_store_explicit(&have_popcnt,
+                          __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 23)),
+                          memory_order_relaxed);
 #endif
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
