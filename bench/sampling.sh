@@ -26,19 +26,22 @@
 # or the script says so; the files are deleted after each run.
 # A peer that is not installed shows n/a.  JEMALLOC_LIB and TCMALLOC_LIB
 # name the libraries if the compiler cannot find them.
-#   sh bench/sampling.sh [-r N] [-q] [-H] [-w LIST]
-#     (-q: 1 repetition, small sizes; -w: these workloads, default all eight:
-#     storm1 storm2 sqlite python cc1 bintree perl gitlog)
+#   sh bench/sampling.sh [-r N] [-q | -f] [-H] [-w LIST]
+#     (-q: 1 repetition, small sizes; -f: full sizes, the inputs the peers
+#     were measured on, as bench/run.sh -f: the fixed cost of a run's start
+#     and end then weighs a tenth as much; -w: these workloads, default all
+#     eight: storm1 storm2 sqlite python cc1 bintree perl gitlog)
 # Target (docs/PERFORMANCE.md): sampled mode within 3% of the program alone.
-reps=5 quick=0 heapprof=0
+reps=5 quick=0 full=0 heapprof=0
 list="storm1 storm2 sqlite python cc1 bintree perl gitlog"
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=$2; shift 2 ;;
     -w) list=$2; shift 2 ;;
     -q) quick=1 reps=1; shift ;;
+    -f) full=1; shift ;;
     -H) heapprof=1; shift ;;
-    *) echo "usage: sh bench/sampling.sh [-r N] [-q] [-H] [-w LIST]" >&2; exit 2 ;;
+    *) echo "usage: sh bench/sampling.sh [-r N] [-q | -f] [-H] [-w LIST]" >&2; exit 2 ;;
     esac
 done
 cd "$(dirname "$0")/.." || exit 1
@@ -50,7 +53,7 @@ CC=${CC:-cc}
 CXX=${CXX:-g++}
 MEMTALLY_BIN=${MEMTALLY_BIN:-build/memtally}
 MEMTALLY_LIB=$(cd "$(dirname "$MEMTALLY_BIN")" && pwd)/libmemtally.so
-if [ "$quick" = 1 ]; then bench_sizes quick; else bench_sizes default; fi
+if [ "$quick" = 1 ]; then bench_sizes quick; elif [ "$full" = 1 ]; then bench_sizes full; else bench_sizes default; fi
 [ -x "$MEMTALLY_BIN" ] || { echo "bench: $MEMTALLY_BIN not found (run make)" >&2; exit 1; }
 mkdir -p "$B" "$OUT" "$PROF" || exit 1
 rm -f "$PROF"/*
