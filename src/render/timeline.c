@@ -2,9 +2,11 @@
  * timeline). */
 #include "render/render.h"
 
-/* Decimals of a second that tell the points apart: three at a step of a
- * millisecond or more, up to six (the trace's microsecond) for a program
- * that lasted a few milliseconds. */
+/* Decimals of a second that tell the points apart: three at a step of
+ * more than a millisecond, up to six (the trace's microsecond) for a
+ * program that lasted a few milliseconds.  The step must exceed the last
+ * decimal's unit: two times a unit apart could both sit on a half and
+ * round alike. */
 static int time_decimals(const struct mtl_timeline_point *p, size_t n)
 {
     uint64_t step = UINT64_MAX;
@@ -12,7 +14,7 @@ static int time_decimals(const struct mtl_timeline_point *p, size_t n)
         if (p[i].time_us > p[i - 1].time_us && p[i].time_us - p[i - 1].time_us < step)
             step = p[i].time_us - p[i - 1].time_us;
     int decimals = 3;
-    for (uint64_t unit = 1000; decimals < 6 && step < unit; unit /= 10)
+    for (uint64_t unit = 1000; decimals < 6 && step <= unit; unit /= 10)
         decimals++;
     return decimals;
 }

@@ -100,8 +100,10 @@ expect_eq "timeline --csv lines" 6 "$(wc -l <l.csv | tr -d ' ')"
 expect_eq "timeline --csv last live_bytes" 7168 "$(tail -n 1 l.csv | cut -d, -f2)"
 expect_eq "timeline --csv allocated calls" 1408 "$(tail -n +2 l.csv | awk -F, '{ n += $4 } END { print n }')"
 # The text chart's times tell its points apart, however fine their step:
-# 4000 points over about 400 ms are 0.1 ms apart.
-"$MEMTALLY_BIN" timeline --points 4000 t.mtly >l.txt || fail "timeline --points 4000 failed"
-expect_eq "timeline --points 4000: rows" 4000 "$(tail -n +2 l.txt | grep -c 's ')"
-expect_eq "timeline --points 4000: times all different" 4000 \
+# points 100 or 101 us apart (a step of exactly a unit of the last
+# decimal would let two times on a half round alike).
+points=$((duration / 100))
+"$MEMTALLY_BIN" timeline --points $points t.mtly >l.txt || fail "timeline --points $points failed"
+expect_eq "timeline --points $points: rows" $points "$(tail -n +2 l.txt | grep -c 's ')"
+expect_eq "timeline --points $points: times all different" $points \
     "$(tail -n +2 l.txt | awk '{ print $1 }' | sort -u | wc -l | tr -d ' ')"
