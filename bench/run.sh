@@ -1,7 +1,8 @@
 #!/bin/sh
 # The side-by-side benchmark: each workload uninstrumented, under heaptrack
-# and under memtally, interleaved round-robin, median wall-clock time of R
-# repetitions, plus the size of each tool's trace per recorded event.
+# and under memtally, interleaved round-robin (each repetition starting one
+# tool further on), median wall-clock time of R repetitions, plus the size
+# of each tool's trace per recorded event.
 # See bench/README.md.
 #
 #   sh bench/run.sh [-r N] [-w NAME] [-q | -f]
@@ -170,7 +171,7 @@ for w in $WORKLOADS; do
     strip_tool_lines "$OUT/$w.base.out" > "$OUT/$w.ref"
     i=1
     while [ "$i" -le "$reps" ]; do
-        for tool in $tools; do
+        for tool in $(rotate "$i" $tools); do
             run_once "$tool" "$w"
         done
         i=$((i + 1))

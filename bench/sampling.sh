@@ -168,19 +168,6 @@ run_once() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# rotate I WORDS...: the words from the I-th on (counting round from the
-# start), then those before it.
-rotate() {
-    i=$1; shift
-    k=$(( (i - 1) % $# ))
-    j=0 head= tail=
-    for x in "$@"; do
-        if [ "$j" -lt "$k" ]; then tail="$tail $x"; else head="$head $x"; fi
-        j=$((j + 1))
-    done
-    echo $head $tail
-}
-
 modes=""
 for m in base sample full je jeprof tc tcsample tcheap bare own followed; do
     available $m && modes="$modes $m"
@@ -205,10 +192,7 @@ for w in $list; do
     echo "bench: $w ($reps run(s) of:$modes)" >&2
     for m in base sample full je jeprof tc tcsample tcheap bare own followed; do : > "$OUT/t.$m"; done
     for i in $(seq "$reps"); do
-        # Each repetition starts one mode further on, so that no mode
-        # always runs right after the same one (a run after the program
-        # alone, or after full mode, would always find the machine so).
-        for m in $(rotate "$i" $modes); do
+        for m in $(rotate "$i" $modes); do # bench/common.inc
             [ "$m" = tcheap ] && [ "$i" -gt 1 ] && continue
             run_once "$w" "$m" >> "$OUT/t.$m"
             profile_ok "$m" || { nofile=$((nofile + 1)); echo "bench: $w $m: no profile written" >&2; }
