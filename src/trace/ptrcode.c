@@ -96,7 +96,8 @@ struct mtl_ptrcode {
 #define NEAR_WORDS 8
 
 /* Whether the CPU has popcnt: every x86-64 since about 2008, but not the
- * baseline the build targets, so asked once at run time (mtl__pc_new). */
+ * baseline the build targets, so asked at run time, once a model is made
+ * (mtl__pc_new: an encoder's or a reader's, one cpuid each). */
 static _Atomic int have_popcnt;
 
 /* Without -mpopcnt the builtin is a call into libgcc: the instruction
@@ -668,7 +669,7 @@ struct mtl_ptrcode *mtl__pc_new(int encoder, uint32_t version)
         bytes += (sizes[i] + 63) & ~(size_t)63;
     }
 #if defined(__x86_64__)
-    /* cpuid leaf 1, ecx bit 23: asked here, when an encoder is made, not
+    /* cpuid leaf 1, ecx bit 23: asked here, when a model is made, not
      * through __builtin_cpu_supports, whose libgcc part runs a constructor
      * of a dozen cpuid instructions in every program libmemtally.so is
      * preloaded into (each a trap to the hypervisor on a virtual machine). */
